@@ -1,0 +1,1 @@
+"""Agent policy: model loading, batched generation, rollouts."""

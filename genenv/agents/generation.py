@@ -1,0 +1,56 @@
+"""Batched chat generation: many conversations, one left-padded ``generate`` call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class SamplingConfig:
+    """How to decode.
+
+    Args:
+        max_new_tokens: generation length limit per call.
+        temperature: 0 means greedy decoding.
+        top_p: nucleus sampling mass when sampling.
+    """
+
+    max_new_tokens: int = 192
+    temperature: float = 0.0
+    top_p: float = 1.0
+
+
+def render_chat(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> str:
+    """The model's prompt text for ``messages`` (with ``tools`` in its system block), ready to continue."""
+    return tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False)
+
+
+@torch.no_grad()
+def generate_chat(
+    policy: Any,
+    conversations: list[list[dict[str, Any]]],
+    tools: list[list[dict] | None] | None = None,
+    sampling: SamplingConfig | None = None,
+    generator_seed: int | None = None,
+) -> list[str]:
+    """Continue every conversation by one assistant message; returns the new texts in order."""
+    if not conversations:
+        return []
+    sampling = sampling or SamplingConfig()
+    tokenizer, model = policy.tokenizer, policy.model
+    tools = tools or [None] * len(conversations)
+    prompts = [render_chat(tokenizer, messages, tool) for messages, tool in zip(conversations, tools)]
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
+    if sampling.temperature > 0:
+        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
+        if generator_seed is not None:
+            torch.manual_seed(generator_seed)
+    else:
+        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    output = model.generate(**batch, **kwargs)
+    new_tokens = output[:, batch["input_ids"].shape[1] :]
+    return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]

@@ -1,0 +1,1 @@
+"""Benchmark adapters and their registry (see :mod:`genenv.benchmarks.base`)."""

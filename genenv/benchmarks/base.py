@@ -1,0 +1,299 @@
+"""The adapter protocol: what one benchmark provides to genenv, and the registry of benchmarks.
+
+A benchmark is one :class:`BenchmarkAdapter` subclass registered by name with
+:func:`register_benchmark` (or advertised by an installed package through the
+``genenv.benchmarks`` entry-point group). Everything else in genenv (the Gymnasium
+:class:`~genenv.envs.tool_env.ToolEnv`, the simulator, the trainer, the evaluator) talks
+to benchmarks only through this protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from importlib import import_module
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+logger = logging.getLogger(__name__)
+
+DATA_DIR_ENV = "GENENV_DATA_DIR"
+ENTRY_POINT_GROUP = "genenv.benchmarks"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation parsed from model text."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+
+@dataclass
+class Task:
+    """One episode's worth of work: what the agent is asked and what counts as solving it.
+
+    ``gold`` is benchmark-specific (gold calls, answers, a goal) and must be JSON-serialisable,
+    so tasks can be stored in pools and checkpoints. ``source`` is ``"benchmark"`` for a real
+    benchmark item and ``"generated"`` for a simulator-written one.
+    """
+
+    task_id: str
+    benchmark: str
+    prompt: str
+    gold: Any
+    split: str = ""
+    source: Literal["benchmark", "generated"] = "benchmark"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        return cls(**data)
+
+
+@dataclass
+class StepResult:
+    """What executing one tool call produced.
+
+    ``observation`` is the text shown to the agent. ``error`` is a machine-readable kind
+    (``"unknown_tool"``, ``"bad_arguments"``, ``"execution_error"``, ...) or ``None``.
+    ``done`` is set when the call is the benchmark's terminal action.
+    """
+
+    observation: str
+    output: Any = None
+    error: str | None = None
+    done: bool = False
+
+
+@dataclass
+class Turn:
+    """One agent action and what the environment answered."""
+
+    action: str
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[StepResult] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class Trajectory:
+    """A whole episode: the turns in order and the final free-text answer, if one was given."""
+
+    turns: list[Turn] = field(default_factory=list)
+    final_answer: str | None = None
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns for call in turn.calls]
+
+    @property
+    def results(self) -> list[StepResult]:
+        return [result for turn in self.turns for result in turn.results]
+
+
+@dataclass(frozen=True)
+class Score:
+    """An episode's score in [0, 1] with the benchmark's own breakdown (per-metric values)."""
+
+    value: float
+    breakdown: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise ValueError(f"score must lie in [0, 1], got {self.value}")
+
+
+class DataNotFoundError(FileNotFoundError):
+    """Raised when benchmark data is missing; the message names files, setting and origin."""
+
+
+class BenchmarkAdapter(ABC):
+    """One benchmark: data loading, tools, execution, official scoring, generated-task schema.
+
+    Subclasses set ``name`` and ``splits`` and implement the abstract methods. State that a
+    tool back-end mutates during an episode lives in the object returned by :meth:`start`;
+    the adapter itself stays immutable after construction so one instance serves many envs.
+    """
+
+    name: ClassVar[str]
+    splits: ClassVar[tuple[str, ...]]
+    #: JSON schema of the object the simulator must write for a generated task.
+    task_schema: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
+        self.data_dir = resolve_data_dir(self.name, data_dir)
+
+    # -- data ---------------------------------------------------------------------------
+    @abstractmethod
+    def load_tasks(self, split: str) -> list[Task]:
+        """All tasks of ``split``; raises :class:`DataNotFoundError` when files are missing."""
+
+    # -- tools and execution ------------------------------------------------------------
+    @abstractmethod
+    def tools(self, task: Task) -> list[dict[str, Any]]:
+        """Tool schemas offered for ``task``, OpenAI/TRL function format."""
+
+    @abstractmethod
+    def start(self, task: Task) -> Any:
+        """Fresh per-episode back-end state for ``task``."""
+
+    @abstractmethod
+    def execute(self, state: Any, call: ToolCall) -> StepResult:
+        """Run ``call`` against ``state``. Never raises on bad calls: returns ``error``."""
+
+    def system_prompt(self, task: Task) -> str:
+        """Benchmark instructions placed before the tool schemas (override to customise)."""
+        return "You are a helpful assistant that solves the user's request by calling tools."
+
+    # -- scoring ------------------------------------------------------------------------
+    @abstractmethod
+    def score(self, task: Task, trajectory: Trajectory) -> Score:
+        """Score an episode exactly as the benchmark's official evaluation does."""
+
+    @abstractmethod
+    def family(self, task: Task) -> str:
+        """The unit the curriculum tracks success for (API name, task type, category, ...)."""
+
+    def aggregate(self, tasks: list[Task], scores: list[Score]) -> dict[str, float]:
+        """Benchmark-level metrics over scored episodes, as the benchmark reports them.
+
+        The default is the mean score and the mean of every numeric breakdown entry; adapters
+        override it with their official aggregates (per level, per category, group averages).
+        """
+        metrics: dict[str, float] = {"n": float(len(scores))}
+        if not scores:
+            return metrics
+        metrics["score"] = sum(score.value for score in scores) / len(scores)
+        keys = {k for s in scores for k, v in s.breakdown.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for key in sorted(keys):
+            values = [s.breakdown[key] for s in scores if isinstance(s.breakdown.get(key), (int, float))]
+            metrics[key] = sum(values) / len(values)
+        return metrics
+
+    # -- generated tasks ----------------------------------------------------------------
+    def families(self) -> list[str]:
+        """Families the simulator may be asked to write tasks for."""
+        raise NotImplementedError(f"{self.name} does not support generated tasks")
+
+    def generation_context(self, family: str, rng: Any) -> str:
+        """What the simulator needs to know to write a task of ``family`` (specs, world state)."""
+        raise NotImplementedError(f"{self.name} does not support generated tasks")
+
+    def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
+        """Up to ``k`` example objects in ``task_schema`` format, drawn from training data."""
+        raise NotImplementedError(f"{self.name} does not support generated tasks")
+
+    def parse_task(self, obj: dict[str, Any], family: str | None = None) -> Task:
+        """Turn one simulator JSON object into a :class:`Task`; raises ``ValueError`` with a reason."""
+        raise NotImplementedError(f"{self.name} does not support generated tasks")
+
+    def validate_task(self, task: Task) -> tuple[bool, str]:
+        """Whether a generated task is solvable (its gold solution works); returns (ok, reason)."""
+        raise NotImplementedError(f"{self.name} does not support generated tasks")
+
+
+# -- data directory ----------------------------------------------------------------------
+
+
+def resolve_data_dir(benchmark: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where ``benchmark``'s data lives: ``data_dir`` if given, else ``$GENENV_DATA_DIR/<benchmark>``.
+
+    The path is not checked here; adapters check for the files they need with
+    :func:`require_files` so the error can name them.
+    """
+    if data_dir is not None:
+        return Path(data_dir)
+    root = os.environ.get(DATA_DIR_ENV)
+    if root:
+        return Path(root) / benchmark
+    return Path.cwd() / "data" / benchmark
+
+
+def require_files(data_dir: Path, files: list[str], benchmark: str, how_to_get: str) -> None:
+    """Raise :class:`DataNotFoundError` naming every missing file, the setting and the origin."""
+    missing = [name for name in files if not (data_dir / name).exists()]
+    if missing:
+        listed = "\n  ".join(str(data_dir / name) for name in missing)
+        raise DataNotFoundError(
+            f"{benchmark} data not found; missing:\n  {listed}\n"
+            f"Set the data root with the environment variable {DATA_DIR_ENV} or the config key "
+            f"`data_root` (its '{benchmark}/' sub-folder is used), or pass data_dir= (this "
+            f"benchmark's own folder) to the adapter.\n"
+            f"How to get the data: {how_to_get}"
+        )
+
+
+# -- registry ----------------------------------------------------------------------------
+
+_REGISTRY: dict[str, type[BenchmarkAdapter]] = {}
+# Built-in adapters, imported on first use so `import genenv` stays light.
+_BUILTIN: dict[str, str] = {
+    "apibank": "genenv.benchmarks.apibank:APIBankAdapter",
+}
+
+
+def register_benchmark(name: str | None = None):
+    """Class decorator (or plain call) that registers an adapter class under ``name``."""
+
+    def decorator(cls: type[BenchmarkAdapter]) -> type[BenchmarkAdapter]:
+        key = (name or cls.name).lower()
+        existing = _REGISTRY.get(key)
+        if existing is not None and existing is not cls:
+            raise ValueError(f"benchmark {key!r} is already registered by {existing.__qualname__}")
+        _REGISTRY[key] = cls
+        return cls
+
+    return decorator
+
+
+def _load_entry_points() -> None:
+    """Register adapters that installed packages advertise; a broken one is logged, not fatal."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        key = ep.name.lower()
+        if key in _REGISTRY or key in _BUILTIN:
+            continue
+        try:
+            register_benchmark(key)(ep.load())
+        except Exception:
+            logger.exception("could not load benchmark %r from entry point %s", ep.name, ep.value)
+
+
+def _load_builtin(key: str) -> None:
+    module_name, _, class_name = _BUILTIN[key].partition(":")
+    cls = getattr(import_module(module_name), class_name)
+    if key not in _REGISTRY:
+        register_benchmark(key)(cls)
+
+
+def available_benchmarks() -> list[str]:
+    """Names of every registered benchmark, built-in and from entry points."""
+    _load_entry_points()
+    return sorted(set(_REGISTRY) | set(_BUILTIN))
+
+
+def get_benchmark_class(name: str) -> type[BenchmarkAdapter]:
+    """The adapter class registered as ``name`` (case-insensitive)."""
+    key = name.lower()
+    if key not in _REGISTRY and key in _BUILTIN:
+        _load_builtin(key)
+    if key not in _REGISTRY:
+        _load_entry_points()
+    if key not in _REGISTRY:
+        raise KeyError(f"unknown benchmark {name!r}; available: {', '.join(available_benchmarks())}")
+    return _REGISTRY[key]
+
+
+def get_benchmark(name: str, **kwargs: Any) -> BenchmarkAdapter:
+    """Instantiate the adapter registered as ``name`` (case-insensitive)."""
+    return get_benchmark_class(name)(**kwargs)

@@ -1,0 +1,1 @@
+"""Curriculum: the alpha reward, the difficulty band filter, per-family success statistics."""

@@ -1,0 +1,17 @@
+"""Gymnasium environments: ``ToolEnv`` over any benchmark adapter, and the task simulator."""
+
+from gymnasium.envs.registration import register, registry
+
+#: Gymnasium id -> benchmark name. ``gym.make(id)`` samples simulator-written tasks; pass
+#: ``task_source="benchmark", split=...`` for the real benchmark tasks.
+ENV_IDS: dict[str, str] = {
+    "GenEnv-APIBank-v0": "apibank",
+}
+
+for _env_id, _benchmark in ENV_IDS.items():
+    if _env_id not in registry:
+        register(
+            id=_env_id,
+            entry_point="genenv.envs.tool_env:ToolEnv",
+            kwargs={"benchmark": _benchmark, "task_source": "simulator"},
+        )

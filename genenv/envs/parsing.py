@@ -1,0 +1,182 @@
+"""Tool-call text -> :class:`~genenv.benchmarks.base.ToolCall`, without ever evaluating model text.
+
+Accepted formats, tried in this order:
+
+1. ChatML / Qwen / TRL: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (one or more;
+   an unclosed last tag is accepted, as generation often stops at the end-of-turn token);
+2. bare JSON: ``{"name": ..., "arguments": {...}}`` or a list of such objects, anywhere in the text;
+3. Python-call lists as API-Bank and BFCL prompts ask for: ``[ApiName(key='value', n=3)]``,
+   ``[math.hypot(x=3, y=4), f(a=[1, 2])]``; parsed with :mod:`ast` and
+   :func:`ast.literal_eval` (literals only). Text that :mod:`ast` rejects falls back to the
+   official API-Bank regex, which yields string values exactly as API-Bank's ToolManager sees them.
+
+Text with none of these is a plain answer (an empty list). Text that *tries* to be a tool call but
+is malformed raises :class:`ToolCallParseError` with a machine-readable ``kind``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from genenv.benchmarks.base import ToolCall
+
+_TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+_JSON_CALL_START = re.compile(r'[\[{]\s*\{?\s*"(?:name|function)"\s*:')
+_PY_CALL_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
+# API-Bank's own extraction (evaluator + ToolManager): the first "[ApiName(...)]", then key=value pairs.
+_APIBANK_CALL = re.compile(r"\[(\w+)\((.*)\)\]", re.DOTALL)
+_APIBANK_PARAM = re.compile(r"""(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+)""")
+_MAX_PY_CANDIDATES = 16
+
+
+class ToolCallParseError(ValueError):
+    """Text that tries to be a tool call but cannot be read as one."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def parse_tool_calls(text: str) -> list[ToolCall]:
+    """All tool calls in ``text``; ``[]`` for a plain answer; raises :class:`ToolCallParseError`."""
+    if not isinstance(text, str):
+        raise ToolCallParseError("bad_action_type", f"expected text, got {type(text).__name__}")
+    if "<tool_call>" in text:
+        return _parse_tagged(text)
+    json_start = _JSON_CALL_START.search(text)
+    if json_start:
+        return _parse_json_at(text, json_start.start())
+    py_start = _PY_CALL_START.search(text)
+    if py_start:
+        return _parse_python_calls(text, py_start.start())
+    return []
+
+
+def _parse_tagged(text: str) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for match in _TAGGED.finditer(text):
+        body = _strip_code_fence(match.group(1).strip())
+        if not body:
+            raise ToolCallParseError("malformed_json", "empty <tool_call></tool_call> block")
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError) as error:
+            raise ToolCallParseError(
+                "malformed_json", f"the JSON inside <tool_call> is invalid: {error}"
+            ) from None
+        calls.extend(_calls_from_json(value, match.group(0)))
+    return calls
+
+
+def _parse_json_at(text: str, start: int) -> list[ToolCall]:
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except (ValueError, RecursionError) as error:
+        raise ToolCallParseError("malformed_json", f"the tool-call JSON is invalid: {error}") from None
+    return _calls_from_json(value, text[start:end])
+
+
+def _calls_from_json(value: Any, raw: str) -> list[ToolCall]:
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ToolCallParseError("malformed_call", "an empty list of tool calls")
+    return [_call_from_object(item, raw) for item in items]
+
+
+def _call_from_object(obj: Any, raw: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        raise ToolCallParseError("malformed_call", f"a tool call must be a JSON object, got {obj!r:.80}")
+    if isinstance(obj.get("function"), dict):  # OpenAI style {"type": "function", "function": {...}}
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ToolCallParseError("malformed_call", 'a tool call needs a non-empty string "name"')
+    arguments = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(arguments, str):  # OpenAI encodes arguments as a JSON string
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            raise ToolCallParseError("malformed_json", f'"arguments" of {name} is not valid JSON') from None
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolCallParseError("malformed_call", f'"arguments" of {name} must be an object')
+    return ToolCall(name=name.strip(), arguments=arguments, raw=raw)
+
+
+def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
+    """Parse ``[f(a=1), g(b='x')]`` starting at ``start``; try each closing ``)]`` from the last.
+
+    Only text that is not Python at all falls back to API-Bank's regex; valid Python that breaks
+    the call rules (positional arguments, non-literal values) is an error.
+    """
+    ends = [m.end() for m in re.finditer(r"\)\s*\]", text[start:])]
+    for end in reversed(ends[-_MAX_PY_CANDIDATES:]):
+        source = text[start : start + end].strip()
+        try:
+            tree = ast.parse(source, mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return _calls_from_python(tree, source)
+    legacy = _apibank_regex_call(text)
+    if legacy is not None:
+        return [legacy]
+    raise ToolCallParseError("malformed_call", "cannot read the call list: expected [f(key=value, ...)]")
+
+
+def _calls_from_python(tree: ast.Expression, source: str) -> list[ToolCall]:
+    nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
+    if not nodes:
+        raise ToolCallParseError("malformed_call", "an empty list of tool calls")
+    calls = []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            raise ToolCallParseError("malformed_call", "each list element must be a call f(key=value)")
+        name = _dotted_name(node.func)
+        if node.args:
+            raise ToolCallParseError("malformed_call", f"{name}: use key=value arguments, not positional ones")
+        arguments: dict[str, Any] = {}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise ToolCallParseError("malformed_call", f"{name}: **kwargs is not allowed")
+            try:
+                arguments[keyword.arg] = ast.literal_eval(keyword.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                raise ToolCallParseError(
+                    "malformed_call", f"{name}: argument {keyword.arg!r} is not a literal value"
+                ) from None
+        calls.append(ToolCall(name=name, arguments=arguments, raw=ast.get_source_segment(source, node) or ""))
+    return calls
+
+
+def _dotted_name(node: ast.expr) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise ToolCallParseError("malformed_call", "a call must name a function, e.g. f(...) or a.b(...)")
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _apibank_regex_call(text: str) -> ToolCall | None:
+    """API-Bank's official extraction: the first ``[Name(...)]`` with string-valued parameters."""
+    match = _APIBANK_CALL.search(text)
+    if match is None:
+        return None
+    arguments: dict[str, Any] = {}
+    for groups in _APIBANK_PARAM.findall(match.group(2)):
+        key = groups[0] or groups[2] or groups[4]
+        arguments[key] = groups[1] or groups[3] or groups[5]
+    return ToolCall(name=match.group(1), arguments=arguments, raw=match.group(0))
+
+
+def _strip_code_fence(body: str) -> str:
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0]
+    return body.strip()

@@ -1,0 +1,165 @@
+"""The environment policy pi_env: an LLM that writes tasks for the agent.
+
+The simulator is prompted with what the benchmark needs to know (``adapter.generation_context``),
+worked examples from training data (``adapter.generation_examples``) and the agent's recent
+success on the requested task family, and asked for one JSON object in ``adapter.task_schema``.
+Its text is parsed (:func:`extract_json_object`, then ``adapter.parse_task``) and validated
+(``adapter.validate_task``); every output is returned as a :class:`Proposal`, rejected ones with
+their reason, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from genenv.agents.generation import SamplingConfig, generate_chat
+from genenv.benchmarks.base import BenchmarkAdapter, Task
+
+
+@dataclass
+class Proposal:
+    """One simulator output and what became of it."""
+
+    family: str
+    messages: list[dict[str, Any]]
+    raw: str
+    task: Task | None = None
+    reject_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "messages": self.messages,
+            "raw": self.raw,
+            "task": self.task.to_dict() if self.task else None,
+            "reject_reason": self.reject_reason,
+        }
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` (code fences and surrounding prose allowed)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON object in the simulator output")
+    try:
+        value, _ = decoder.raw_decode(text, start)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"invalid JSON in the simulator output: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError("the simulator output is not a JSON object")
+    return value
+
+
+def difficulty_instruction(success: float | None, alpha: float) -> str:
+    """The curriculum hint: how the agent fares on this family and which way to move."""
+    if success is None:
+        return "The agent has not seen tasks of this kind yet; write a typical one."
+    direction = "harder" if success > alpha else "easier" if success < alpha else "similar"
+    return (
+        f"The agent currently solves {success:.0%} of these tasks; the target is {alpha:.0%}. "
+        f"Write a {direction} task" + (" than before." if direction != "similar" else " to before.")
+    )
+
+
+class Simulator:
+    """Writes tasks for a benchmark with a chat LLM.
+
+    Args:
+        policy: a :class:`~genenv.agents.models.Policy`, or a model name for
+            :func:`~genenv.agents.models.load_policy` (loaded on first use).
+        batch_size: proposals per :meth:`propose` call (one batched ``generate``).
+        sampling: decoding settings; sampling (temperature > 0) keeps proposals diverse.
+        num_examples: worked examples shown per prompt.
+        alpha: the target success rate quoted in the prompt.
+    """
+
+    def __init__(
+        self,
+        policy: Any = "smollm2",
+        *,
+        batch_size: int = 4,
+        sampling: SamplingConfig | None = None,
+        num_examples: int = 2,
+        alpha: float = 0.5,
+    ) -> None:
+        self._policy = policy
+        self.batch_size = batch_size
+        self.sampling = sampling or SamplingConfig(max_new_tokens=256, temperature=0.8, top_p=0.95)
+        self.num_examples = num_examples
+        self.alpha = alpha
+
+    @property
+    def policy(self) -> Any:
+        if isinstance(self._policy, str):
+            from genenv.agents.models import load_policy
+
+            self._policy = load_policy(self._policy)
+        return self._policy
+
+    def messages(
+        self, adapter: BenchmarkAdapter, family: str, rng: np.random.Generator, success: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The chat prompt asking for one task of ``family``."""
+        system = (
+            f"You are an environment simulator for the {adapter.name} benchmark. You write new tasks "
+            "for an AI agent. Answer with exactly one JSON object matching this schema, nothing else:\n"
+            + json.dumps(adapter.task_schema, ensure_ascii=False)
+        )
+        conversation = [{"role": "system", "content": system}]
+        for example in adapter.generation_examples(family, self.num_examples, rng):
+            conversation.append({"role": "user", "content": "Write one new task as JSON."})
+            conversation.append({"role": "assistant", "content": json.dumps(example, ensure_ascii=False)})
+        request = (
+            f"{adapter.generation_context(family, rng)}\n\n{difficulty_instruction(success, self.alpha)}\n"
+            f"Write one new task of kind '{family}' as JSON."
+        )
+        conversation.append({"role": "user", "content": request})
+        return conversation
+
+    def generate(self, conversations: list[list[dict[str, Any]]], seed: int | None = None) -> list[str]:
+        """Raw simulator text for each prompt, in one batch."""
+        return generate_chat(self.policy, conversations, None, self.sampling, generator_seed=seed)
+
+    def propose(
+        self,
+        adapter: BenchmarkAdapter,
+        *,
+        rng: np.random.Generator,
+        n: int | None = None,
+        families: list[str] | None = None,
+        success: dict[str, float] | None = None,
+    ) -> list[Proposal]:
+        """Write ``n`` tasks (default ``batch_size``), parse and validate each.
+
+        ``families`` fixes the family of each proposal (default: drawn uniformly from
+        ``adapter.families()``); ``success`` maps family -> the agent's recent success rate.
+        """
+        n = n or self.batch_size
+        if families is None:
+            choices = adapter.families()
+            families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
+        success = success or {}
+        prompts = [self.messages(adapter, family, rng, success.get(family)) for family in families]
+        texts = self.generate(prompts, seed=int(rng.integers(2**31)))
+        return [to_proposal(adapter, family, prompt, text) for family, prompt, text in zip(families, prompts, texts)]
+
+
+def to_proposal(adapter: BenchmarkAdapter, family: str, messages: list[dict[str, Any]], raw: str) -> Proposal:
+    """Parse and validate one simulator output; the reason is kept when it is rejected."""
+    proposal = Proposal(family=family, messages=messages, raw=raw)
+    try:
+        task = adapter.parse_task(extract_json_object(raw), family)
+    except (ValueError, KeyError, TypeError) as error:
+        proposal.reject_reason = f"unparsable: {error}"
+        return proposal
+    ok, reason = adapter.validate_task(task)
+    if ok:
+        proposal.task = task
+    else:
+        proposal.reject_reason = f"invalid: {reason}"
+    return proposal

@@ -1,0 +1,278 @@
+"""``ToolEnv``: a Gymnasium env over any benchmark adapter.
+
+``reset()`` draws a task (a real benchmark item, or one the simulator wrote and the adapter
+validated) and returns its prompt; ``step(action_text)`` parses tool calls, executes them through
+the adapter and returns the tool output as the next observation. A plain-text answer, or the
+benchmark's terminal action, ends the episode with the adapter's score as reward. Bad actions
+never raise: they cost a turn, earn 0 and come back with ``info["error"]`` set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import string
+from typing import Any, Literal
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, Trajectory, Turn, get_benchmark
+from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 1 << 20
+
+
+class UnicodeText(spaces.Text):
+    """A :class:`gymnasium.spaces.Text` whose members may hold any unicode character.
+
+    Sampling draws from printable ASCII; membership accepts every string within the length bounds.
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None) -> None:
+        super().__init__(max_length, min_length=min_length, charset=string.printable, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
+class ToolEnv(gym.Env[str, str]):
+    """Multi-turn tool use on one benchmark.
+
+    Args:
+        benchmark: a registered benchmark name or an adapter instance.
+        task_source: ``"benchmark"`` samples real tasks of ``split``; ``"simulator"`` samples tasks
+            written by ``simulator`` and kept only if ``adapter.validate_task`` accepts them.
+        split: benchmark split (default: the adapter's first split).
+        tasks: an explicit task list (overrides ``task_source``).
+        simulator: a :class:`~genenv.envs.simulator.Simulator` or a model name for one (default
+            ``"smollm2"``, loaded on the first ``reset``).
+        max_turns: episode length limit; reaching it truncates.
+        max_action_chars: longer actions are refused with ``info["error"] == "action_too_long"``.
+        max_observation_chars: tool output beyond this is cut, and the cut is stated.
+        simulator_attempts: generation batches tried per ``reset`` before giving up.
+        fallback: what ``reset`` does when the simulator wrote no valid task in
+            ``simulator_attempts`` batches: ``"benchmark"`` uses a real task of ``split`` (logged, and
+            ``info["task_origin"] == "benchmark_fallback"``), ``"error"`` raises.
+        data_dir: the benchmark's data folder (default ``$GENENV_DATA_DIR/<benchmark>``).
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        benchmark: str | BenchmarkAdapter = "apibank",
+        *,
+        task_source: Literal["benchmark", "simulator"] = "benchmark",
+        split: str | None = None,
+        tasks: list[Task] | None = None,
+        simulator: Any = "smollm2",
+        max_turns: int = 8,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 16_384,
+        simulator_attempts: int = 4,
+        fallback: Literal["benchmark", "error"] = "benchmark",
+        data_dir: str | None = None,
+        render_mode: str | None = None,
+        **adapter_kwargs: Any,
+    ) -> None:
+        if task_source not in ("benchmark", "simulator"):
+            raise ValueError(f"task_source must be 'benchmark' or 'simulator', got {task_source!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        if isinstance(benchmark, BenchmarkAdapter):
+            self.adapter = benchmark
+        else:
+            self.adapter = get_benchmark(benchmark, data_dir=data_dir, **adapter_kwargs)
+        self.split = split or self.adapter.splits[0]
+        if self.split not in self.adapter.splits:
+            raise ValueError(f"{self.adapter.name} has splits {self.adapter.splits}, not {self.split!r}")
+        self.task_source = "tasks" if tasks is not None else task_source
+        self._tasks = list(tasks) if tasks is not None else None
+        self._simulator = simulator
+        self._generated: list[Task] = []
+        self.generation_log: list[dict[str, Any]] = []
+        self.max_turns = max_turns
+        self.max_action_chars = max_action_chars
+        self.max_observation_chars = max_observation_chars
+        self.simulator_attempts = simulator_attempts
+        self.fallback = fallback
+        self.render_mode = render_mode
+
+        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
+        self.action_space = UnicodeText(MAX_TEXT_CHARS)
+
+        self.task: Task | None = None
+        self.trajectory = Trajectory()
+        self.messages: list[dict[str, Any]] = []
+        self._state: Any = None
+        self._done = True
+        self._task_origin = ""
+
+    # -- task sampling -----------------------------------------------------------------------
+    @property
+    def benchmark_tasks(self) -> list[Task]:
+        """The real tasks of ``split`` (or the explicit ``tasks``), loaded on first use."""
+        if self._tasks is None:
+            self._tasks = self.adapter.load_tasks(self.split)
+            if not self._tasks:
+                raise ValueError(f"{self.adapter.name} split {self.split!r} has no tasks")
+        return self._tasks
+
+    @property
+    def simulator(self):
+        """The task-writing simulator, built on first use when given as a model name."""
+        if isinstance(self._simulator, str):
+            from genenv.envs.simulator import Simulator
+
+            self._simulator = Simulator(self._simulator)
+        return self._simulator
+
+    def _sample_task(self) -> tuple[Task, str]:
+        if self.task_source != "simulator":
+            tasks = self.benchmark_tasks
+            return tasks[int(self.np_random.integers(len(tasks)))], self.task_source
+        reasons: list[str] = []
+        for _ in range(self.simulator_attempts):
+            if self._generated:
+                break
+            proposals = self.simulator.propose(self.adapter, rng=self.np_random)
+            for proposal in proposals:
+                self.generation_log.append(proposal.to_dict())
+                if proposal.task is not None:
+                    self._generated.append(proposal.task)
+                else:
+                    reasons.append(proposal.reject_reason)
+        if self._generated:
+            return self._generated.pop(0), "simulator"
+        summary = "; ".join(sorted(set(reasons))[:5])
+        if self.fallback == "error":
+            raise RuntimeError(
+                f"the simulator wrote no valid {self.adapter.name} task in {self.simulator_attempts} "
+                f"batches; reasons: {summary}"
+            )
+        logger.warning("simulator wrote no valid task (%s); using a benchmark task instead", summary)
+        tasks = self.benchmark_tasks
+        return tasks[int(self.np_random.integers(len(tasks)))], "benchmark_fallback"
+
+    # -- Gymnasium API -----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        """Start an episode. ``options={"task": Task | dict}`` plays that task instead of sampling."""
+        super().reset(seed=seed)
+        forced = (options or {}).get("task")
+        if forced is not None:
+            self.task = forced if isinstance(forced, Task) else Task.from_dict(forced)
+            self._task_origin = "options"
+        else:
+            self.task, self._task_origin = self._sample_task()
+        self._state = self.adapter.start(self.task)
+        self.trajectory = Trajectory()
+        self._done = False
+        tools = self.adapter.tools(self.task)
+        self.messages = [
+            {"role": "system", "content": self.adapter.system_prompt(self.task)},
+            {"role": "user", "content": self.task.prompt},
+        ]
+        observation = render_prompt(self.messages[0]["content"], tools, self.task.prompt)
+        return observation, self._info(tools=tools)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if self.task is None or self._done:
+            return "The episode is over; call reset().", 0.0, True, False, self._info(error="episode_over")
+        turn = Turn(action=action if isinstance(action, str) else repr(action)[:200])
+        self.trajectory.turns.append(turn)
+        self.messages.append({"role": "assistant", "content": turn.action})
+
+        observation, terminated = self._act(action, turn)
+        truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
+        reward, score = 0.0, None
+        if terminated or truncated:
+            self._done = True
+            score = self._score()
+            reward = score.value
+        else:
+            self.messages.append({"role": "tool", "content": observation})
+        return observation, reward, terminated, truncated, self._info(error=turn.error, score=score)
+
+    def _act(self, action: Any, turn: Turn) -> tuple[str, bool]:
+        """Parse and execute one action; returns (observation, terminated)."""
+        if not isinstance(action, str):
+            return self._refuse(turn, "bad_action_type", f"An action must be text, not {type(action).__name__}.")
+        if len(action) > self.max_action_chars:
+            return self._refuse(
+                turn, "action_too_long", f"The action has {len(action)} characters; the limit is {self.max_action_chars}."
+            )
+        if not action.strip():
+            return self._refuse(turn, "empty_action", "The action is empty. Call a tool or answer the user.")
+        try:
+            calls = parse_tool_calls(action)
+        except ToolCallParseError as error:
+            return self._refuse(turn, error.kind, f"Could not read your tool call: {error}")
+        if not calls:
+            self.trajectory.final_answer = action.strip()
+            return "", True
+        outputs = []
+        for call in calls:
+            result = self._execute(call)
+            turn.calls.append(call)
+            turn.results.append(result)
+            if result.error and turn.error is None:
+                turn.error = result.error
+            outputs.append(result.observation)
+            if result.done:
+                break
+        observation = self._clip("\n".join(outputs))
+        return observation, any(result.done for result in turn.results)
+
+    def _execute(self, call) -> StepResult:
+        try:
+            return self.adapter.execute(self._state, call)
+        except Exception as error:  # an adapter bug must not kill a training run; it is reported
+            logger.exception("adapter %s raised on %s", self.adapter.name, call.name)
+            return StepResult(observation=f"Error: the tool {call.name} failed: {error}", error="adapter_error")
+
+    def _refuse(self, turn: Turn, kind: str, message: str) -> tuple[str, bool]:
+        turn.error = kind
+        return self._clip(f"Error ({kind}): {message}"), False
+
+    def _clip(self, text: str) -> str:
+        if len(text) <= self.max_observation_chars:
+            return text
+        cut = len(text) - self.max_observation_chars
+        return text[: self.max_observation_chars] + f"\n...[{cut} characters cut]"
+
+    def _score(self) -> Score:
+        try:
+            return self.adapter.score(self.task, self.trajectory)
+        except Exception as error:  # scored as a failure, with the reason kept
+            logger.exception("adapter %s failed to score task %s", self.adapter.name, self.task.task_id)
+            return Score(0.0, {"error": f"scoring failed: {error}"})
+
+    def _info(self, *, tools: list | None = None, error: str | None = None, score: Score | None = None) -> dict:
+        info: dict[str, Any] = {
+            "task": self.task.to_dict() if self.task else None,
+            "family": self.adapter.family(self.task) if self.task else None,
+            "task_origin": self._task_origin,
+            "turn": len(self.trajectory.turns),
+            "error": error,
+        }
+        if tools is not None:
+            info["tools"] = tools
+            info["messages"] = [dict(message) for message in self.messages]
+        if score is not None:
+            info["score"] = score.value
+            info["score_breakdown"] = score.breakdown
+        return info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return "\n".join(f"[{m['role']}] {m['content']}" for m in self.messages)
+
+
+def render_prompt(system: str, tools: list[dict[str, Any]], request: str) -> str:
+    """The plain-text prompt: instructions, tool schemas (one JSON per line), the user's request."""
+    schemas = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    return f"{system}\n\nTools:\n{schemas}\n\nUser:\n{request}"

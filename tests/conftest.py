@@ -1,0 +1,28 @@
+"""Shared fixtures: where the benchmark data is, and the tiny random policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_ROOT = Path(os.environ.get("GENENV_DATA_DIR") or REPO.parent / "shared" / "data")
+if DATA_ROOT.is_dir():
+    os.environ.setdefault("GENENV_DATA_DIR", str(DATA_ROOT))
+
+
+def data_dir(benchmark: str) -> Path:
+    """The benchmark's data folder; skips the test when it is not on this machine."""
+    path = DATA_ROOT / benchmark
+    if not path.is_dir():
+        pytest.skip(f"no {benchmark} data at {path} (set GENENV_DATA_DIR)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_policy():
+    from genenv.agents.models import build_tiny_policy
+
+    return build_tiny_policy(seed=0)

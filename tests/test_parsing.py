@@ -1,0 +1,110 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
+
+
+def test_chatml_tagged_calls():
+    text = 'ok <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    calls = parse_tool_calls(text)
+    assert [(c.name, c.arguments) for c in calls] == [("f", {"a": 1}), ("g", {})]
+
+
+def test_unclosed_tag_and_string_arguments():
+    calls = parse_tool_calls('<tool_call>{"name": "f", "arguments": "{\\"x\\": [1, 2]}"}')
+    assert calls[0].arguments == {"x": [1, 2]}
+
+
+def test_bare_json_inside_prose_and_openai_shape():
+    calls = parse_tool_calls('Sure! {"name": "QueryStock", "arguments": {"stock_code": "AAPL"}} done.')
+    assert calls[0].name == "QueryStock" and calls[0].arguments == {"stock_code": "AAPL"}
+    calls = parse_tool_calls('[{"type": "function", "function": {"name": "f", "parameters": {"a": 2}}}]')
+    assert calls[0].name == "f" and calls[0].arguments == {"a": 2}
+
+
+def test_apibank_call_syntax():
+    text = "API-Request: [ModifyRegistration(appointment_id='34567890', new_appointment_date='2023-03-26')]"
+    (call,) = parse_tool_calls(text)
+    assert call.name == "ModifyRegistration"
+    assert call.arguments == {"appointment_id": "34567890", "new_appointment_date": "2023-03-26"}
+
+
+def test_python_call_list_with_dotted_names_and_literals():
+    calls = parse_tool_calls("[math.hypot(x=3, y=4.5), f(a=[1, 'b'], b={'k': None}, c=True)]")
+    assert calls[0].name == "math.hypot" and calls[0].arguments == {"x": 3, "y": 4.5}
+    assert calls[1].arguments == {"a": [1, "b"], "b": {"k": None}, "c": True}
+
+
+def test_apibank_regex_fallback_keeps_official_semantics():
+    # not valid Python (nested quotes): API-Bank's own regex reads the value up to the next quote
+    (call,) = parse_tool_calls("[AddMeeting(attendees='['a','b']', meeting_topic='x')]")
+    assert call.name == "AddMeeting" and call.arguments["attendees"] == "["
+
+
+def test_plain_text_is_an_answer():
+    assert parse_tool_calls("The weather is nice [citation needed].") == []
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ('<tool_call>{"name": "f", "arguments": </tool_call>', "malformed_json"),
+        ("<tool_call></tool_call>", "malformed_json"),
+        ('{"name": 3, "arguments": {}}', "malformed_call"),
+        ('{"name": "f", "arguments": [1]}', "malformed_call"),
+        ("[f(1, 2)]", "malformed_call"),
+        ("[os.system(cmd=__import__('os').getcwd())]", "malformed_call"),
+        ("[f(**{'a': 1})]", "malformed_call"),
+    ],
+)
+def test_malformed_calls_raise_a_kind(text, kind):
+    with pytest.raises(ToolCallParseError) as error:
+        parse_tool_calls(text)
+    assert error.value.kind == kind
+
+
+def test_code_is_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+    text = f"[f(a=open({str(marker)!r}, 'w').write('x'))]"
+    with pytest.raises(ToolCallParseError):
+        parse_tool_calls(text)
+    assert not marker.exists()
+
+
+def test_deep_nesting_does_not_crash():
+    for text in ["[" * 100_000, '{"name": "f", "arguments": ' + "[" * 100_000, "[f(a=" + "[" * 50_000 + ")]"]:
+        try:
+            parse_tool_calls(text)
+        except ToolCallParseError:
+            pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_random_text_never_raises_anything_else(text):
+    try:
+        calls = parse_tool_calls(text)
+    except ToolCallParseError as error:
+        assert error.kind
+    else:
+        assert all(isinstance(c.name, str) and isinstance(c.arguments, dict) for c in calls)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True), st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), json_values, max_size=4))
+def test_round_trip_json_and_python_syntax(name, arguments):
+    tagged = f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+    assert parse_tool_calls(tagged)[0].arguments == arguments
+    python = "[" + name + "(" + ", ".join(f"{k}={v!r}" for k, v in arguments.items()) + ")]"
+    (call,) = parse_tool_calls(python)
+    assert call.name == name and call.arguments == arguments
