@@ -46,8 +46,11 @@ def test_proposals_parsed_validated_and_rejects_kept():
     adapter = ToyAdapter()
     good = to_proposal(adapter, "small", [], json.dumps({"a": 4, "b": 5}))
     assert good.task is not None and good.task.source == "generated" and good.task.gold == {"sum": 9}
-    for raw, reason in [("garbage", "unparsable"), ('{"a": "x", "b": 1}', "unparsable"),
-                        ('{"a": 9999999, "b": 1}', "invalid")]:
+    for raw, reason in [
+        ("garbage", "unparsable"),
+        ('{"a": "x", "b": 1}', "unparsable"),
+        ('{"a": 9999999, "b": 1}', "invalid"),
+    ]:
         proposal = to_proposal(adapter, "small", [], raw)
         assert proposal.task is None and proposal.reject_reason.startswith(reason)
         assert proposal.to_dict()["raw"] == raw
@@ -56,7 +59,9 @@ def test_proposals_parsed_validated_and_rejects_kept():
 def test_simulator_prompt_carries_schema_examples_and_difficulty(tiny_policy):
     simulator = Simulator(tiny_policy, batch_size=3, sampling=SamplingConfig(max_new_tokens=12, temperature=1.0))
     messages = simulator.messages(ToyAdapter(), "small", np.random.default_rng(0), success=0.9)
-    assert '"a"' in messages[0]["content"] and messages[-1]["content"].endswith("Write one new task of kind 'small' as JSON.")
+    assert '"a"' in messages[0]["content"] and messages[-1]["content"].endswith(
+        "Write one new task of kind 'small' as JSON."
+    )
     assert "harder" in messages[-1]["content"] and len(messages) == 1 + 2 * 2 + 1
     proposals = simulator.propose(ToyAdapter(), rng=np.random.default_rng(0))
     assert len(proposals) == 3 and all(p.family in ("small", "large") for p in proposals)

@@ -8,7 +8,10 @@ from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
 
 
 def test_chatml_tagged_calls():
-    text = 'ok <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    text = (
+        'ok <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+        '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    )
     calls = parse_tool_calls(text)
     assert [(c.name, c.arguments) for c in calls] == [("f", {"a": 1}), ("g", {})]
 
@@ -101,7 +104,10 @@ json_values = st.recursive(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True), st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), json_values, max_size=4))
+@given(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True),
+    st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), json_values, max_size=4),
+)
 def test_round_trip_json_and_python_syntax(name, arguments):
     tagged = f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
     assert parse_tool_calls(tagged)[0].arguments == arguments

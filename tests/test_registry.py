@@ -12,7 +12,7 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
     (tmp_path / "toybench").mkdir()
     (tmp_path / "toybench" / "__init__.py").write_text(
         textwrap.dedent(
-            '''
+            """
             from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task
 
             class EchoAdapter(BenchmarkAdapter):
@@ -30,7 +30,7 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
                     return Score(float((trajectory.final_answer or "").strip() == task.gold["answer"]))
                 def family(self, task):
                     return "echo"
-            '''
+            """
         )
     )
     dist = tmp_path / "toybench-0.1.dist-info"

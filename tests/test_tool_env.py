@@ -78,7 +78,7 @@ def test_step_after_end_is_reported_not_raised(env):
 def test_observation_is_clipped():
     env = ToolEnv(ToyAdapter(), split="train", max_observation_chars=10)
     env.reset(seed=0)
-    obs, *_ , info = env.step("<tool_call>{}</tool_call>")
+    obs, *_, info = env.step("<tool_call>{}</tool_call>")
     assert "characters cut" in obs or len(obs) <= 60
 
 

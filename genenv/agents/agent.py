@@ -13,18 +13,23 @@ from typing import Any
 from genenv.agents.generation import SamplingConfig, generate_chat
 from genenv.benchmarks.base import Task, Trajectory
 
+
+def _tool_call_text(name: str, arguments: dict[str, Any]) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
 # Two worked exchanges shown before the real request: small chat models copy this format
 # (a JSON call inside <tool_call> tags, then a plain-text answer) far more reliably than they
 # follow a description of it. The tools here are illustrative and never offered for execution.
 FEW_SHOT_EXCHANGES: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris today?"},
-    {"role": "assistant", "content": '<tool_call>\n{"name": "GetWeather", "arguments": {"city": "Paris"}}\n</tool_call>'},
+    {"role": "assistant", "content": _tool_call_text("GetWeather", {"city": "Paris"})},
     {"role": "tool", "content": json.dumps({"output": {"temperature": 18, "sky": "cloudy"}, "exception": None})},
     {"role": "assistant", "content": "It is 18 degrees and cloudy in Paris today."},
     {"role": "user", "content": "Set an alarm for 2023-03-16 07:30:00, my token is a9s8d7f6g5h4."},
     {
         "role": "assistant",
-        "content": '<tool_call>\n{"name": "AddAlarm", "arguments": {"token": "a9s8d7f6g5h4", "time": "2023-03-16 07:30:00"}}\n</tool_call>',
+        "content": _tool_call_text("AddAlarm", {"token": "a9s8d7f6g5h4", "time": "2023-03-16 07:30:00"}),
     },
     {"role": "tool", "content": json.dumps({"output": "success", "exception": None})},
     {"role": "assistant", "content": "Your alarm for 2023-03-16 07:30:00 is set."},
@@ -64,12 +69,16 @@ class Agent:
             return list(messages)
         return [messages[0], *FEW_SHOT_EXCHANGES, *messages[1:]]
 
-    def act(self, episodes_messages: list[list[dict[str, Any]]], tools: list[list[dict]], seed: int | None = None) -> list[str]:
+    def act(
+        self, episodes_messages: list[list[dict[str, Any]]], tools: list[list[dict]], seed: int | None = None
+    ) -> list[str]:
         """One action per conversation, generated in one batch."""
         conversations = [self.conversation(messages) for messages in episodes_messages]
         return generate_chat(self.policy, conversations, tools, self.sampling, generator_seed=seed)
 
-    def rollout(self, envs: list[Any], tasks: list[Task | None] | None = None, seed: int | None = None) -> list[Episode]:
+    def rollout(
+        self, envs: list[Any], tasks: list[Task | None] | None = None, seed: int | None = None
+    ) -> list[Episode]:
         """Play one episode in each env (``tasks[i]`` forced if given), all envs in lock-step."""
         tasks = tasks or [None] * len(envs)
         tools: list[list[dict]] = []
@@ -83,8 +92,11 @@ class Agent:
         rewards = [0.0] * len(envs)
         turn = 0
         while running:
-            actions = self.act([envs[i].messages for i in running], [tools[i] for i in running],
-                               seed=None if seed is None else seed + 7919 * turn)
+            actions = self.act(
+                [envs[i].messages for i in running],
+                [tools[i] for i in running],
+                seed=None if seed is None else seed + 7919 * turn,
+            )
             still_running = []
             for i, action in zip(running, actions):
                 _, reward, terminated, trunc, info = envs[i].step(action)

@@ -65,8 +65,9 @@ class Task:
 class StepResult:
     """What executing one tool call produced.
 
-    ``observation`` is the text shown to the agent. ``error`` is a machine-readable kind
-    (``"unknown_tool"``, ``"bad_arguments"``, ``"execution_error"``, ...) or ``None``.
+    ``observation`` is the text shown to the agent. ``error`` is ``None`` or a machine-readable
+    kind: ``"unknown_tool"``, ``"unknown_argument"``, ``"missing_argument"``, ``"wrong_type"``,
+    ``"execution_error"`` (the tool ran and failed), or a benchmark-specific kind.
     ``done`` is set when the call is the benchmark's terminal action.
     """
 
@@ -175,7 +176,9 @@ class BenchmarkAdapter(ABC):
         if not scores:
             return metrics
         metrics["score"] = sum(score.value for score in scores) / len(scores)
-        keys = {k for s in scores for k, v in s.breakdown.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        keys = {
+            k for s in scores for k, v in s.breakdown.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         for key in sorted(keys):
             values = [s.breakdown[key] for s in scores if isinstance(s.breakdown.get(key), (int, float))]
             metrics[key] = sum(values) / len(values)
@@ -186,6 +189,7 @@ class BenchmarkAdapter(ABC):
         """Families the simulator may be asked to write tasks for."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
+    # ``rng`` below is a ``numpy.random.Generator`` (what Gymnasium's ``np_random`` is).
     def generation_context(self, family: str, rng: Any) -> str:
         """What the simulator needs to know to write a task of ``family`` (specs, world state)."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
@@ -199,7 +203,11 @@ class BenchmarkAdapter(ABC):
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
     def validate_task(self, task: Task) -> tuple[bool, str]:
-        """Whether a generated task is solvable (its gold solution works); returns (ok, reason)."""
+        """Whether a generated task is solvable (its gold solution works); returns (ok, reason).
+
+        May complete ``task.gold`` in place with what validation computed (e.g. the gold call's
+        executed result), so a validated task scores exactly like a benchmark task.
+        """
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
 

@@ -27,7 +27,7 @@ _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _JSON_CALL_START = re.compile(r'[\[{]\s*\{?\s*"(?:name|function)"\s*:')
 _PY_CALL_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 # API-Bank's own extraction (evaluator + ToolManager): the first "[ApiName(...)]", then key=value pairs.
-_APIBANK_CALL = re.compile(r"\[(\w+)\((.*)\)\]", re.DOTALL)
+_APIBANK_CALL = re.compile(r"\[(\w+)\((.*)\)\]")
 _APIBANK_PARAM = re.compile(r"""(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+)""")
 _MAX_PY_CANDIDATES = 16
 
@@ -64,9 +64,7 @@ def _parse_tagged(text: str) -> list[ToolCall]:
         try:
             value = json.loads(body)
         except (ValueError, RecursionError) as error:
-            raise ToolCallParseError(
-                "malformed_json", f"the JSON inside <tool_call> is invalid: {error}"
-            ) from None
+            raise ToolCallParseError("malformed_json", f"the JSON inside <tool_call> is invalid: {error}") from None
         calls.extend(_calls_from_json(value, match.group(0)))
     return calls
 
@@ -121,7 +119,7 @@ def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         return _calls_from_python(tree, source)
-    legacy = _apibank_regex_call(text)
+    legacy = parse_apibank_call(text)
     if legacy is not None:
         return [legacy]
     raise ToolCallParseError("malformed_call", "cannot read the call list: expected [f(key=value, ...)]")
@@ -163,16 +161,25 @@ def _dotted_name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def _apibank_regex_call(text: str) -> ToolCall | None:
-    """API-Bank's official extraction: the first ``[Name(...)]`` with string-valued parameters."""
+def parse_apibank_call(text: str) -> ToolCall | None:
+    """API-Bank's official extraction: the first ``[Name(...)]`` with string-valued parameters.
+
+    This is exactly what API-Bank's evaluator and ToolManager see (values stay strings; the
+    API's declared types are applied later); ``None`` when the text holds no such call.
+    """
     match = _APIBANK_CALL.search(text)
     if match is None:
         return None
-    arguments: dict[str, Any] = {}
-    for groups in _APIBANK_PARAM.findall(match.group(2)):
+    return ToolCall(name=match.group(1), arguments=parse_apibank_params(match.group(2)), raw=match.group(0))
+
+
+def parse_apibank_params(params: str) -> dict[str, str]:
+    """``k='v', k2=[...], k3=word`` -> ``{k: 'v', ...}`` with API-Bank's parameter regex."""
+    arguments: dict[str, str] = {}
+    for groups in _APIBANK_PARAM.findall(params):
         key = groups[0] or groups[2] or groups[4]
         arguments[key] = groups[1] or groups[3] or groups[5]
-    return ToolCall(name=match.group(1), arguments=arguments, raw=match.group(0))
+    return arguments
 
 
 def _strip_code_fence(body: str) -> str:

@@ -202,7 +202,9 @@ class ToolEnv(gym.Env[str, str]):
             return self._refuse(turn, "bad_action_type", f"An action must be text, not {type(action).__name__}.")
         if len(action) > self.max_action_chars:
             return self._refuse(
-                turn, "action_too_long", f"The action has {len(action)} characters; the limit is {self.max_action_chars}."
+                turn,
+                "action_too_long",
+                f"The action has {len(action)} characters; the limit is {self.max_action_chars}.",
             )
         if not action.strip():
             return self._refuse(turn, "empty_action", "The action is empty. Call a tool or answer the user.")
