@@ -518,3 +518,21 @@ def test_validate_task_rejects_failing_gold_call(adapter):
     )
     ok, reason = adapter.validate_task(missing)
     assert not ok and "missing_argument" in reason
+
+
+def test_aggregate_reports_the_papers_figures():
+    adapter = get_benchmark("apibank", data_dir=DATA)
+    api = adapter.load_tasks("level-1-api")[:3]
+    response = adapter.load_tasks("level-1-response")[:1]
+    gold = [
+        Trajectory(turns=[Turn(action="", calls=[ToolCall(c["name"], c["arguments"])])])
+        for t in api
+        for c in t.gold["calls"][:1]
+    ]
+    scores = [adapter.score(t, tr) for t, tr in zip(api, gold)]
+    scores[0] = adapter.score(api[0], Trajectory(final_answer="no call"))
+    scores.append(adapter.score(response[0], Trajectory(final_answer=response[0].gold["response"])))
+    metrics = adapter.aggregate(api + response, scores)
+    assert metrics["api_samples"] == 3 and metrics["response_samples"] == 1
+    assert metrics["api_call_accuracy"] == 2 / 3 and metrics["errors/NO_API_CALL"] == 1
+    assert metrics["response_rouge_l"] == 1.0

@@ -512,6 +512,26 @@ class APIBankAdapter(BenchmarkAdapter):
                 value = rouge
         return Score(value=min(1.0, max(0.0, value)), breakdown=breakdown)
 
+    def aggregate(self, tasks: list[Task], scores: list[Score]) -> dict[str, float]:
+        """The API-Bank paper's figures: API-call accuracy (correct calls / gold calls), response
+        ROUGE-L (mean over response samples), level-3 sample accuracy, and error-bucket counts."""
+        metrics = super().aggregate(tasks, scores)
+        metrics = {"n": metrics["n"], **({"score": metrics["score"]} if "score" in metrics else {})}
+        api = [s.breakdown for s in scores if s.breakdown.get("api_total")]
+        if api:
+            metrics["api_samples"] = float(len(api))
+            metrics["api_call_accuracy"] = sum(b["api_correct"] for b in api) / sum(b["api_total"] for b in api)
+            errors = Counter(bucket for b in api for bucket, count in b["errors"].items() for _ in range(count))
+            metrics.update({f"errors/{bucket}": float(count) for bucket, count in sorted(errors.items())})
+        chains = [s.breakdown for t, s in zip(tasks, scores) if t.metadata.get("kind") == "chain"]
+        if chains:
+            metrics["sample_accuracy"] = sum(bool(b.get("sample_correct")) for b in chains) / len(chains)
+        responses = [s.breakdown["rouge_l"] for t, s in zip(tasks, scores) if t.metadata.get("kind") == "response"]
+        if responses:
+            metrics["response_samples"] = float(len(responses))
+            metrics["response_rouge_l"] = sum(responses) / len(responses)
+        return metrics
+
     def _bucket(self, level: str, gold_call: dict[str, Any], executed) -> str:
         if executed is None:
             return "NO_API_CALL"
