@@ -73,7 +73,7 @@ def failures(adapter, task_list):
 
 def test_registered_and_splits(adapter, tasks):
     assert isinstance(get_benchmark("apibank", data_dir=DATA), APIBankAdapter)
-    assert adapter.splits == ("level-1", "level-2", "level-3")
+    assert adapter.splits[:3] == ("level-1", "level-2", "level-3")
     level1 = adapter.load_tasks("level-1")
     assert len(level1) == 399 + 375
     assert len(adapter.load_tasks("level-2")) == 135 + 103

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import json
 import logging
 import math
@@ -70,7 +71,7 @@ class RWRConfig:
         kl_coef: weight of the KL(pi || pi_ref) penalty in the loss.
         max_kl: hard cap on the mean per-token KL(pi || pi_ref) measured on the batch after each
             optimizer step; once exceeded, that step is rolled back and the update stops.
-            ``None`` (or ``math.inf``) disables the cap.
+            ``None`` (or ``math.inf``) disables the cap and saves the post-step forward pass.
         lam: the lambda of the weights ``exp(lam * R_env)``, used for examples that give a
             ``"reward"`` (``R_env``) instead of a ``"weight"``.
         normalize_weights: divide the weights by their mean over the update's examples, so that
@@ -125,7 +126,10 @@ class RWRStats:
             NaN when no batch was seen).
         mean_nll: mean of the batches' weight-free mean per-example NLL (NaN when none).
         kl: mean per-token KL(pi || pi_ref) of the parameters kept, on the last batch seen: after
-            the last kept step, or before the rolled-back step (NaN when no batch was seen).
+            the last kept step, or before the rolled-back step (NaN when no batch was seen). Without
+            a cap (``max_kl=None``) the post-step forward is skipped and this is the KL measured
+            before the last step; without a cap and with ``kl_coef=0`` the reference is never run
+            and this is NaN.
         stopped_early: True when the KL cap stopped the update.
         seconds: wall-clock time of the call.
         skipped: examples skipped (empty completion).
@@ -205,8 +209,6 @@ class RWRTrainer:
         self.updates = 0  # train() calls that saw at least one batch
         base_forward = model.get_base_model().forward
         try:
-            import inspect
-
             self._logits_to_keep = "logits_to_keep" in inspect.signature(base_forward).parameters
         except (TypeError, ValueError):
             self._logits_to_keep = False
@@ -370,7 +372,9 @@ class RWRTrainer:
 
         losses: list[float] = []
         nlls: list[float] = []
-        max_kl = math.inf if cfg.max_kl is None else cfg.max_kl
+        capped = cfg.max_kl is not None and math.isfinite(cfg.max_kl)
+        # The reference forward is needed for the penalty or the cap; without either, KL is not measured.
+        with_reference = capped or cfg.kl_coef > 0
         try:
             for epoch in range(cfg.epochs):
                 order = np.random.default_rng([cfg.seed, self.updates, epoch]).permutation(len(encoded))
@@ -379,31 +383,42 @@ class RWRTrainer:
                     batch = self._collate([encoded[i] for i in chosen], [float(weights[i]) for i in chosen])
                     mask = (batch.targets != -100).float()
 
-                    self.model.eval()
-                    with torch.no_grad():
-                        ref_logp = self._logprobs(batch, reference=True)
+                    ref_logp = None
+                    if with_reference:
+                        self.model.eval()
+                        with torch.no_grad():
+                            ref_logp = self._logprobs(batch, reference=True)
                     self.model.train()
                     logp = self._logprobs(batch)
                     nll = self._example_nll(logp, batch.targets, mask)
-                    kl = self._token_kl(logp, ref_logp, mask)
-                    loss = (batch.weights * nll).mean() + cfg.kl_coef * kl
+                    loss = (batch.weights * nll).mean()
+                    kl_before = math.nan
+                    if ref_logp is not None:
+                        kl = self._token_kl(logp, ref_logp, mask)
+                        loss = loss + cfg.kl_coef * kl
+                        kl_before = kl.item()
                     losses.append(loss.item())
                     nlls.append(nll.mean().item())
-                    kl_before = kl.item()
                     del logp
 
-                    saved_params = [p.detach().clone() for p in self.params]
-                    saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
+                    if capped:
+                        saved_params = [p.detach().clone() for p in self.params]
+                        saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
                     loss.backward()
                     if cfg.max_grad_norm:
                         torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
                     self.optimizer.step()
                     self.optimizer.zero_grad(set_to_none=True)
+                    if not capped:
+                        self.step += 1
+                        stats.steps += 1
+                        stats.kl = kl_before  # no post-step measurement without a cap
+                        continue
 
                     self.model.eval()
                     with torch.no_grad():
                         kl_after = self._token_kl(self._logprobs(batch), ref_logp, mask).item()
-                    if not kl_after <= max_kl:  # also catches NaN
+                    if not kl_after <= cfg.max_kl:  # also catches NaN
                         with torch.no_grad():
                             for param, saved in zip(self.params, saved_params, strict=True):
                                 param.copy_(saved)
@@ -412,7 +427,7 @@ class RWRTrainer:
                             "RWR: KL cap hit: mean per-token KL(pi || pi_ref) %.6g > max_kl %.6g after step %d; "
                             "step rolled back, update stopped",
                             kl_after,
-                            max_kl,
+                            cfg.max_kl,
                             self.step + 1,
                         )
                         stats.stopped_early = True

@@ -156,7 +156,8 @@ class APIBankAdapter(BenchmarkAdapter):
     """API-Bank levels 1-3 with re-implemented APIs, official per-API correctness rules."""
 
     name = "apibank"
-    splits = LEVELS
+    #: the three levels, then one kind only (API-call or response samples) of levels 1 and 2
+    splits = (*LEVELS, "level-1-api", "level-1-response", "level-2-api", "level-2-response")
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {

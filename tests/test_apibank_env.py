@@ -1,0 +1,97 @@
+"""GenEnv-APIBank-v0 end to end: the registered env, generated tasks, and the real embedded model."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import data_dir
+from gymnasium.utils.env_checker import check_env
+
+import genenv  # noqa: F401  (registers the env ids)
+from genenv.agents.agent import Agent
+from genenv.agents.generation import SamplingConfig
+from genenv.envs.simulator import Simulator
+
+CALCULATOR_TASK = {
+    "api": "Calculator",
+    "request": "How much is (12+8)*3?",
+    "gold_call": {"name": "Calculator", "arguments": {"formula": "(12+8)*3"}},
+}
+
+
+class ScriptedSimulator(Simulator):
+    """Stands in for the simulator model in a unit test: replies with fixed texts."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(policy=None, batch_size=len(replies))
+        self.replies = replies
+
+    def generate(self, conversations, seed=None):
+        return self.replies[: len(conversations)]
+
+    def propose(self, adapter, *, rng, n=None, families=None, success=None):
+        return super().propose(adapter, rng=rng, families=["Calculator"] * len(self.replies), success=success)
+
+
+@pytest.fixture(autouse=True)
+def _data():
+    data_dir("apibank")
+
+
+def test_check_env_with_tiny_simulator(tiny_policy):
+    simulator = Simulator(tiny_policy, batch_size=2, sampling=SamplingConfig(max_new_tokens=8, temperature=1.0))
+    env = gym.make("GenEnv-APIBank-v0", simulator=simulator, simulator_attempts=1)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.unwrapped.generation_log, "the simulator was asked for tasks"
+
+
+def test_generated_task_is_validated_and_played():
+    simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "not json at all"])
+    env = gym.make("GenEnv-APIBank-v0", simulator=simulator, max_turns=3)
+    obs, info = env.reset(seed=0, options=None)
+    assert info["task_origin"] == "simulator" and info["task"]["source"] == "generated"
+    assert "(12+8)*3" in obs and info["family"] == "Calculator"
+    rejected = [r for r in env.unwrapped.generation_log if r["task"] is None]
+    assert len(rejected) == 1 and rejected[0]["reject_reason"].startswith("unparsable")
+    _, reward, terminated, _, info = env.step(
+        '<tool_call>{"name": "Calculator", "arguments": {"formula": "(12+8)*3"}}</tool_call>'
+    )
+    assert terminated and reward == 1.0 and info["score_breakdown"]["buckets"] == ["CORRECT"]
+
+
+def test_generated_task_with_failing_gold_call_is_rejected():
+    bad = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "2+x"}})
+    simulator = ScriptedSimulator([json.dumps(bad)])
+    env = gym.make("GenEnv-APIBank-v0", simulator=simulator, simulator_attempts=2, split="level-1-api")
+    _, info = env.reset(seed=0)
+    assert info["task_origin"] == "benchmark_fallback"
+    assert all(r["reject_reason"].startswith("invalid") for r in env.unwrapped.generation_log)
+
+
+def test_benchmark_tasks_and_bad_actions():
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1")
+    _, info = env.reset(seed=3)
+    assert info["task_origin"] == "benchmark" and info["task"]["split"] == "level-1"
+    for action, kind in [
+        ('<tool_call>{"name": "NoSuchApi", "arguments": {}}</tool_call>', "unknown_tool"),
+        ('<tool_call>{"name": "Calculator", "arguments": {"formula": "1+1", "x": 1}}</tool_call>', "unknown_argument"),
+        ("<tool_call>{'name': 'Calculator'}</tool_call>", "malformed_json"),
+    ]:
+        env.reset(seed=3, options={"task": info["task"]})
+        _, reward, _, _, step_info = env.step(action)
+        assert step_info["error"] == kind and reward == 0.0
+
+
+@pytest.mark.slow
+def test_embedded_model_plays_one_episode_and_simulates():
+    from genenv.agents.models import load_policy
+
+    policy = load_policy("smollm2")
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=3)
+    (episode,) = Agent(policy, SamplingConfig(max_new_tokens=96)).rollout([env.unwrapped], seed=0)
+    assert 1 <= len(episode.trajectory.turns) <= 3 and 0.0 <= episode.reward <= 1.0
+    assert "api_total" in episode.info["score_breakdown"]
+    simulator = Simulator(policy, batch_size=2, sampling=SamplingConfig(max_new_tokens=128, temperature=0.8))
+    proposals = simulator.propose(env.unwrapped.adapter, rng=np.random.default_rng(0))
+    assert len(proposals) == 2 and all(p.task is not None or p.reject_reason for p in proposals)
