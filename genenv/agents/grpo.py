@@ -1,0 +1,786 @@
+"""GRPO update of the agent policy with TRL's :class:`~trl.GRPOTrainer`, rollouts played in :class:`ToolEnv`.
+
+Each GenEnv epoch the agent plays ``num_generations`` (G) episodes per task and is updated with GRPO; the
+reward of an episode is the benchmark adapter's score of it (``R_agent``), exactly what
+:class:`~genenv.envs.tool_env.ToolEnv` returns when the episode ends.
+
+Which TRL mechanism, and why
+----------------------------
+TRL 1.16 offers three multi-turn paths: ``tools=``, ``environment_factory`` and ``rollout_func``. This module
+uses **``rollout_func``**: TRL calls our function with the prompts of a generation batch and we play every
+episode through genenv's own ``ToolEnv`` (its parser, its adapter execution, its error refusals, its
+``max_turns`` and its scoring), batched one ``generate`` call per turn over the episodes still running. The two
+other paths do not fit:
+
+* ``tools=`` / ``environment_factory`` expose a *fixed* set of Python methods as tools and detect tool calls
+  with the tokenizer's response parser. genenv's tools are per task (an API-Bank task offers its own APIs),
+  calls are parsed by :func:`genenv.envs.parsing.parse_tool_calls` (tagged JSON, bare JSON, Python-call
+  lists), bad calls cost a turn with an error observation, and an episode ends on a plain answer or the
+  benchmark's terminal action; re-implementing all of that as environment methods would fork ``ToolEnv``.
+* With ``rollout_func`` the token sequence TRL trains on is exactly the one the model generated from, and the
+  loss mask is ours to give (below).
+
+The trainer itself (advantages, clipping, KL, optimizer, accelerate, PEFT, vLLM weight sync) is TRL's
+``GRPOTrainer``, unmodified except for one hook that lets the rollout function see the dataset rows (the
+``task`` column) of the prompts it is asked to play (:class:`_GenEnvGRPOTrainer`).
+
+Token layout and masking
+------------------------
+For one episode, ``prompt_ids`` is the chat-template rendering of the system message (with the task's tool
+schemas), the few-shot exchanges (as :class:`~genenv.agents.agent.Agent` shows them) and the user request,
+ending with the assistant header. ``completion_ids`` is the concatenation, never re-tokenised, of::
+
+    [turn 1 tokens ... <|im_end|>] [\\n<|im_start|>user\\n<tool_response>\\n...\\n</tool_response><|im_end|>\\n
+     <|im_start|>assistant\\n] [turn 2 tokens ... <|im_end|>] ...
+
+Each turn is generated from ``prompt_ids + completion_ids`` so far. The tool-response blocks are built the way
+TRL's own tool loop builds them (the chat template's rendering of the ``tool`` message after an assistant turn).
+``env_mask`` (returned to TRL, which uses it as ``tool_mask``) is 1 on tokens the model sampled and 0 on the
+tool-response blocks (and on an end-of-turn token inserted after a turn cut by the token limit), so
+``loss_mask = completion_mask * tool_mask`` trains only on the agent's own tokens. With vLLM the sampling
+log-probabilities are returned too (0.0 on masked positions, as TRL does).
+
+Rollouts are not generated twice: the episodes TRL trained on are kept in :attr:`GRPOAgentTrainer.episodes`
+(as :class:`~genenv.agents.agent.Episode` objects, the type ``Agent.rollout`` returns), so the caller can put
+their traces into its training pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import math
+import random
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from genenv.agents.agent import Agent, Episode
+from genenv.agents.generation import render_chat
+from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, Trajectory
+from genenv.envs.tool_env import ToolEnv, render_prompt
+
+if TYPE_CHECKING:
+    from genenv.agents.models import Policy
+
+__all__ = [
+    "GRPOAgentConfig",
+    "GRPOAgentTrainer",
+    "GenerateFn",
+    "RolloutBatch",
+    "ToolSuffix",
+    "play_episodes",
+]
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "genenv_grpo.json"
+OPTIMIZER_FILE = "optimizer.pt"  # transformers.Trainer's own name for the optimizer state
+REWARD_NAME = "agent_reward"
+
+#: ``generate(batch_of_token_id_lists) -> (new_ids_per_row, logprobs_per_row or None)``. The new ids may run
+#: past the end-of-turn token (padding); :func:`play_episodes` cuts them at the first one.
+GenerateFn = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass
+class GRPOAgentConfig:
+    """Settings of the agent's GRPO update (TRL style; every field maps to TRL or to the rollout loop).
+
+    Args:
+        num_generations: G, episodes played per task per step; GRPO's advantage is the reward minus the
+            mean of the task's G rewards (divided by their std, TRL's ``scale_rewards="group"``). At least 2.
+        learning_rate: AdamW learning rate. TRL's default is 1e-6; the 5e-6 here is a moderate, untuned
+            choice for full fine-tunes of ~100M-parameter models (LoRA usually wants about 1e-4). The schedule
+            is constant because :meth:`GRPOAgentTrainer.train` is called once per GenEnv epoch with the same
+            optimizer.
+        beta: KL coefficient against the reference policy (the initial model; with LoRA, the model with
+            adapters disabled). TRL's default 0.0 builds no reference model and logs no ``kl``.
+        max_new_tokens: tokens the agent may generate in one turn (one ``generate`` call per turn).
+        max_completion_length: token budget of a whole episode's completion: every turn *and* every tool
+            response block. An episode whose next tool response would not fit (with room for one more
+            token) ends there and is scored as a truncated episode. Also TRL's ``max_completion_length``.
+        max_turns: agent turns per episode (``ToolEnv(max_turns=...)``); reaching it truncates and scores.
+        per_device_train_batch_size: episodes per forward/backward micro-batch (TRL semantics: completions,
+            not tasks).
+        gradient_accumulation_steps: micro-batches per optimizer step. One optimizer step uses
+            ``per_device_train_batch_size * gradient_accumulation_steps * num_processes`` episodes, i.e.
+            that many divided by G tasks (:attr:`GRPOAgentTrainer.tasks_per_step`); it must divide by G. All
+            episodes of a step are generated in one batched rollout.
+        temperature: sampling temperature of the rollouts (GRPO needs diverse samples; 1.0 is TRL's default).
+        top_p: nucleus sampling mass of the rollouts.
+        few_shot: show :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES` before the request, exactly as
+            :class:`~genenv.agents.agent.Agent` does at evaluation, so training and evaluation prompts agree.
+        use_lora: train a LoRA adapter (TRL's ``peft_config``) instead of every weight.
+        lora_r: LoRA rank.
+        lora_alpha: LoRA scaling numerator.
+        lora_dropout: dropout on the LoRA branch.
+        lora_target_modules: module names that get adapters (attention projections by default; never
+            ``lm_head``, which TRL refuses).
+        gradient_checkpointing: recompute activations in the backward pass (TRL defaults to True; off here
+            because it slows CPU training and the models used fit without it).
+        output_dir: TRL/transformers output folder (nothing is written there unless ``grpo_kwargs`` asks for
+            checkpoints; :meth:`GRPOAgentTrainer.save` writes where it is told).
+        seed: seed of TRL (model init of adapters, sampling RNG) and of the task order.
+        shuffle_tasks: shuffle the task list before each :meth:`GRPOAgentTrainer.train` call.
+        use_vllm: generate with vLLM (GPU only; passed through to TRL together with ``vllm_mode``).
+        vllm_mode: ``"colocate"`` or ``"server"`` (TRL's ``vllm_mode``).
+        bf16: mixed precision; ``None`` means bfloat16 on a CUDA device that supports it, off on CPU (TRL
+            defaults to True, which fails on CPU).
+        report_to: transformers reporting integrations (``[]``: none).
+        logging_steps: TRL logging interval in optimizer steps; 1 so every step's metrics are collected.
+        disable_tqdm: hide the transformers progress bar and its printed logs (:meth:`GRPOAgentTrainer.train`
+            returns the metrics).
+        env_kwargs: extra ``ToolEnv`` keyword arguments (e.g. ``max_observation_chars``).
+        grpo_kwargs: any other :class:`trl.GRPOConfig` field (e.g. ``loss_type``, ``epsilon``,
+            ``num_iterations``, ``scale_rewards``, ``max_grad_norm``); they override the values set here.
+    """
+
+    num_generations: int = 4
+    learning_rate: float = 5e-6
+    beta: float = 0.0
+    max_new_tokens: int = 128
+    max_completion_length: int = 1024
+    max_turns: int = 4
+    per_device_train_batch_size: int = 4
+    gradient_accumulation_steps: int = 2
+    temperature: float = 1.0
+    top_p: float = 1.0
+    few_shot: bool = True
+    use_lora: bool = False
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    gradient_checkpointing: bool = False
+    output_dir: str = "outputs/grpo_agent"
+    seed: int = 0
+    shuffle_tasks: bool = True
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    bf16: bool | None = None
+    report_to: list[str] = field(default_factory=list)
+    logging_steps: int = 1
+    disable_tqdm: bool = True
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    grpo_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.num_generations < 2:
+            raise ValueError(f"GRPO needs num_generations >= 2, got {self.num_generations}")
+        if self.max_new_tokens < 1 or self.max_completion_length < self.max_new_tokens:
+            raise ValueError("need 1 <= max_new_tokens <= max_completion_length")
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        if (self.per_device_train_batch_size * self.gradient_accumulation_steps) % self.num_generations:
+            raise ValueError(
+                "per_device_train_batch_size * gradient_accumulation_steps "
+                f"({self.per_device_train_batch_size} * {self.gradient_accumulation_steps}) must be a multiple of "
+                f"num_generations ({self.num_generations}): each optimizer step plays whole groups of G episodes"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# the multi-turn rollout (independent of TRL, so it can be tested and reused on its own)
+
+
+@dataclass
+class RolloutBatch:
+    """Episodes played for one generation batch, in TRL's token layout (one row per episode).
+
+    ``env_mask[i][j]`` is 1 where ``completion_ids[i][j]`` was sampled by the model and 0 on tool-response
+    tokens; ``logprobs`` is ``None`` unless the generator returns sampling log-probabilities (vLLM).
+    """
+
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    env_mask: list[list[int]]
+    logprobs: list[list[float]] | None
+    rewards: list[float]
+    episodes: list[Episode]
+
+    def to_trl(self) -> dict[str, Any]:
+        """The dict a TRL ``rollout_func`` returns: ids, logprobs, ``env_mask`` and the reward field."""
+        return {
+            "prompt_ids": self.prompt_ids,
+            "completion_ids": self.completion_ids,
+            "logprobs": self.logprobs,
+            "env_mask": self.env_mask,
+            REWARD_NAME: list(self.rewards),
+            "num_turns": [len(e.trajectory.turns) for e in self.episodes],
+        }
+
+    @property
+    def token_counts(self) -> dict[str, int]:
+        """Prompt tokens, model-sampled completion tokens and tool-response (masked) tokens, summed."""
+        sampled = sum(sum(mask) for mask in self.env_mask)
+        total = sum(len(ids) for ids in self.completion_ids)
+        return {
+            "prompt_tokens": sum(len(ids) for ids in self.prompt_ids),
+            "completion_tokens": sampled,
+            "env_tokens": total - sampled,
+        }
+
+
+class ToolSuffix:
+    """Token ids that follow an assistant turn when a ``tool`` message answers it, up to the next assistant
+    header (``\\n<|im_start|>user\\n<tool_response>...<|im_end|>\\n<|im_start|>assistant\\n`` in ChatML).
+
+    Computed as TRL's tool loop does: render a dummy conversation ending with an assistant turn, render it
+    again with the tool message(s) and the generation prompt, and keep the difference, starting right after
+    the assistant turn's end-of-turn token.
+    """
+
+    def __init__(self, tokenizer: Any, eos_token_id: int) -> None:
+        self.tokenizer = tokenizer
+        self.eos_token_id = eos_token_id
+        self._dummy = [
+            {"role": "system", "content": "dummy"},
+            {"role": "user", "content": "dummy"},
+            {"role": "assistant", "content": "dummy"},
+        ]
+        prefix = self._ids(render_chat_plain(tokenizer, self._dummy))
+        eos_positions = [i for i, tok in enumerate(prefix) if tok == eos_token_id]
+        if not eos_positions:
+            raise ValueError("the chat template does not end an assistant turn with the eos token")
+        self._prefix = prefix[: eos_positions[-1] + 1]
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def __call__(self, tool_messages: list[dict[str, Any]]) -> list[int]:
+        full = self._ids(render_chat(self.tokenizer, self._dummy + list(tool_messages)))
+        if full[: len(self._prefix)] != self._prefix:
+            raise ValueError("unexpected tokenization: the assistant turn is not a prefix of the tool turn")
+        return full[len(self._prefix) :]
+
+
+def render_chat_plain(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
+    """``messages`` rendered by the chat template, without a generation prompt."""
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False)
+
+
+def _score(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory) -> Score:
+    """The adapter's score, as ToolEnv computes it (a scoring error is a failure, with the reason kept)."""
+    try:
+        return adapter.score(task, trajectory)
+    except Exception as error:  # same policy as ToolEnv._score
+        logger.exception("adapter %s failed to score task %s", adapter.name, task.task_id)
+        return Score(0.0, {"error": f"scoring failed: {error}"})
+
+
+def play_episodes(
+    adapter: BenchmarkAdapter,
+    tasks: Sequence[Task],
+    tokenizer: Any,
+    generate: GenerateFn,
+    *,
+    eos_token_ids: Sequence[int],
+    max_turns: int,
+    max_completion_length: int,
+    few_shot: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
+) -> RolloutBatch:
+    """Play one episode of each task (repeat a task to play it several times) in lock-step.
+
+    Every turn, the episodes still running are continued by one ``generate`` call on their token ids
+    (prompt + completion so far); the new text is the action given to that episode's ``ToolEnv.step``. A
+    tool observation is appended as the chat template's tool-response block (masked); a plain answer, the
+    benchmark's terminal action, ``max_turns`` or the ``max_completion_length`` budget ends the episode,
+    whose reward is the adapter's score.
+    """
+    eos = list(eos_token_ids)
+    if not eos:
+        raise ValueError("eos_token_ids must name at least one end-of-turn token")
+    suffix = ToolSuffix(tokenizer, eos[0])
+    agent = Agent(policy=None, few_shot=few_shot)
+    n = len(tasks)
+    envs = [ToolEnv(adapter, tasks=[task], max_turns=max_turns, **(env_kwargs or {})) for task in tasks]
+    prompt_ids: list[list[int]] = []
+    tools: list[list[dict]] = []
+    for env, task in zip(envs, tasks):
+        _, info = env.reset(options={"task": task})
+        tools.append(info["tools"])
+        text = render_chat(tokenizer, agent.conversation(env.messages), info["tools"])
+        prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    completion: list[list[int]] = [[] for _ in range(n)]
+    mask: list[list[int]] = [[] for _ in range(n)]
+    logprobs: list[list[float]] = [[] for _ in range(n)]
+    have_logprobs = True
+    rewards = [0.0] * n
+    truncated = [False] * n
+    infos: list[dict[str, Any]] = [{} for _ in range(n)]
+    running = list(range(n))
+    while running:
+        new_ids, new_logprobs = generate([prompt_ids[i] + completion[i] for i in running])
+        if new_logprobs is None:
+            have_logprobs = False
+        still_running = []
+        for row, i in enumerate(running):
+            ids = list(new_ids[row])
+            lps = list(new_logprobs[row]) if new_logprobs is not None else [0.0] * len(ids)
+            cut = next((k + 1 for k, tok in enumerate(ids) if tok in eos), len(ids))
+            room = max_completion_length - len(completion[i])
+            cut = min(cut, room)
+            ids, lps = ids[:cut], lps[:cut]
+            completion[i] += ids
+            mask[i] += [1] * len(ids)
+            logprobs[i] += lps
+            action = tokenizer.decode(ids, skip_special_tokens=True).strip()
+            _, reward, terminated, trunc, info = envs[i].step(action)
+            if terminated or trunc:
+                rewards[i], truncated[i], infos[i] = reward, trunc, info
+                continue
+            env_ids = ([] if ids and ids[-1] in eos else [eos[0]]) + suffix([envs[i].messages[-1]])
+            if len(completion[i]) + len(env_ids) >= max_completion_length:
+                # No room for the tool output plus one more token: the episode ends here, truncated.
+                score = _score(adapter, envs[i].task, envs[i].trajectory)
+                rewards[i], truncated[i] = score.value, True
+                infos[i] = {
+                    **info,
+                    "score": score.value,
+                    "score_breakdown": score.breakdown,
+                    "truncated_by": "max_completion_length",
+                }
+                continue
+            completion[i] += env_ids
+            mask[i] += [0] * len(env_ids)
+            logprobs[i] += [0.0] * len(env_ids)
+            still_running.append(i)
+        running = still_running
+
+    episodes = [
+        Episode(env.task, env.trajectory, rewards[i], list(env.messages), tools[i], infos[i], truncated[i])
+        for i, env in enumerate(envs)
+    ]
+    return RolloutBatch(prompt_ids, completion, mask, logprobs if have_logprobs else None, rewards, episodes)
+
+
+# --------------------------------------------------------------------------------------------
+# TRL glue
+
+
+def _agent_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """TRL reward function: the adapter scores computed during the rollout (the ``agent_reward`` field)."""
+    return [float(r) for r in kwargs[REWARD_NAME]]
+
+
+_agent_reward.__name__ = REWARD_NAME
+
+
+def _make_trainer_class():
+    from trl import GRPOTrainer
+
+    class _GenEnvGRPOTrainer(GRPOTrainer):
+        """TRL's GRPOTrainer plus one hook: the rollout function can read the dataset rows it plays."""
+
+        _genenv_rows: list[dict[str, Any]] | None = None
+
+        def _generate_and_score_completions(self, inputs):
+            self._genenv_rows = inputs
+            try:
+                return super()._generate_and_score_completions(inputs)
+            finally:
+                self._genenv_rows = None
+
+    return _GenEnvGRPOTrainer
+
+
+class _MetricsCallback:
+    """Collects TRL's per-step logs and the wall time of every optimizer step."""
+
+    def __init__(self) -> None:
+        from transformers import TrainerCallback
+
+        outer = self
+
+        class _Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                outer._start = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kwargs):
+                outer.step_times.append(time.perf_counter() - outer._start)
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs:
+                    outer.logs.append(dict(logs))
+
+        self.callback = _Callback()
+        self.logs: list[dict[str, Any]] = []
+        self.step_times: list[float] = []
+        self._start = time.perf_counter()
+
+    def reset(self) -> None:
+        self.logs.clear()
+        self.step_times.clear()
+
+
+def _mean(values: Sequence[float]) -> float:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(values) / len(values) if values else float("nan")
+
+
+class GRPOAgentTrainer:
+    """GRPO on the agent policy with TRL's ``GRPOTrainer``; episodes are played in genenv's ``ToolEnv``.
+
+    Args:
+        policy: the agent's :class:`~genenv.agents.models.Policy`. Its model is trained in place (with
+            ``use_lora``, adapters are injected into it), so an :class:`~genenv.agents.agent.Agent` holding the
+            same policy acts with the updated weights.
+        adapter: the benchmark whose tools execute the calls and whose score is the reward.
+        config: :class:`GRPOAgentConfig` (defaults if omitted).
+
+    One TRL trainer is built here and kept: its optimizer state carries over from one :meth:`train` call
+    (GenEnv epoch) to the next, and its reference model (``beta > 0``) stays the initial policy.
+    """
+
+    def __init__(self, policy: Policy, adapter: BenchmarkAdapter, config: GRPOAgentConfig | None = None) -> None:
+        from datasets import Dataset
+        from trl import GRPOConfig
+
+        self.policy = policy
+        self.adapter = adapter
+        self.config = config = config or GRPOAgentConfig()
+        self.tokenizer = policy.tokenizer
+        if self.tokenizer.pad_token is None or self.tokenizer.padding_side != "left":
+            raise ValueError("the policy's tokenizer needs a pad token and left padding (load it with load_policy)")
+        cuda = torch.cuda.is_available()
+        bf16 = config.bf16 if config.bf16 is not None else bool(cuda and torch.cuda.is_bf16_supported())
+        per_turn = {"max_tokens" if config.use_vllm else "max_new_tokens": config.max_new_tokens}
+        kwargs: dict[str, Any] = dict(
+            output_dir=config.output_dir,
+            per_device_train_batch_size=config.per_device_train_batch_size,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            num_generations=config.num_generations,
+            learning_rate=config.learning_rate,
+            lr_scheduler_type="constant",
+            beta=config.beta,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_completion_length=config.max_completion_length,
+            generation_kwargs=per_turn,
+            max_steps=1,  # set per train() call
+            logging_steps=config.logging_steps,
+            save_strategy="no",
+            report_to=list(config.report_to),
+            use_cpu=not cuda,
+            bf16=bf16,
+            # transformers 5 renamed gradient_checkpointing; TRL still sets the old name to True by default.
+            activation_checkpointing=config.gradient_checkpointing,
+            seed=config.seed,
+            shuffle_dataset=False,  # train() orders the tasks itself
+            use_vllm=config.use_vllm,
+            vllm_mode=config.vllm_mode,
+            disable_tqdm=config.disable_tqdm,
+            remove_unused_columns=False,
+            dataloader_num_workers=0,
+        )
+        kwargs.update(config.grpo_kwargs)
+        # TRL 1.16 builds the reference model of a full fine-tune by reloading `config._name_or_path` from disk,
+        # which fails for an in-memory model (the tiny one) and silently uses stale weights for a policy that was
+        # trained before this trainer was built. We build TRL with beta=0 and attach a frozen copy of the policy
+        # as it is now (see _attach_reference_model); with LoRA, TRL's own reference (adapters off) is right.
+        self._own_reference = kwargs["beta"] != 0.0 and not config.use_lora
+        beta = kwargs["beta"]
+        if self._own_reference:
+            kwargs["beta"] = 0.0
+        self.grpo_config = GRPOConfig(**kwargs)
+
+        peft_config = None
+        if config.use_lora:
+            from peft import LoraConfig
+
+            peft_config = LoraConfig(
+                r=config.lora_r,
+                lora_alpha=config.lora_alpha,
+                lora_dropout=config.lora_dropout,
+                target_modules=list(config.lora_target_modules),
+                task_type="CAUSAL_LM",
+            )
+
+        self._metrics = _MetricsCallback()
+        self.episodes: list[Episode] = []  # every episode trained on in the last train() call
+        self.last_rollout: RolloutBatch | None = None  # the last generation batch, token level
+        self.optimizer_steps = 0  # over all train() calls (and restored by load())
+        self.train_calls = 0
+        self._rng = random.Random(config.seed)
+        self._call_tokens = {"prompt_tokens": 0, "completion_tokens": 0, "env_tokens": 0}
+
+        placeholder = Dataset.from_dict({"prompt": [""], "task": ["{}"]})
+        trainer_cls = _make_trainer_class()
+        with warnings.catch_warnings():  # rollout_func is experimental in TRL 1.16 (documented above)
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+            self.trainer = trainer_cls(
+                model=policy.model,
+                reward_funcs=[_agent_reward],
+                args=self.grpo_config,
+                train_dataset=placeholder,
+                processing_class=self.tokenizer,
+                peft_config=peft_config,
+                rollout_func=self._rollout_func,
+                callbacks=[self._metrics.callback],
+            )
+        if self._own_reference:
+            self._attach_reference_model(beta)
+        if config.disable_tqdm:  # without a progress bar transformers prints every log dict; train() returns them
+            from transformers import PrinterCallback
+
+            self.trainer.remove_callback(PrinterCallback)
+        self.model.eval()
+
+    def _attach_reference_model(self, beta: float) -> None:
+        """Give TRL a frozen copy of the current policy as reference model, prepared as TRL prepares its own."""
+        from trl.models import prepare_deepspeed, prepare_fsdp
+
+        trainer = self.trainer
+        reference = copy.deepcopy(trainer.accelerator.unwrap_model(trainer.model)).eval()
+        reference.requires_grad_(False)
+        if trainer.args.disable_dropout:
+            from trl.trainer.utils import disable_dropout_in_model
+
+            disable_dropout_in_model(reference)
+        if trainer.is_deepspeed_enabled:
+            reference = prepare_deepspeed(reference, trainer.accelerator)
+        elif trainer.is_fsdp_enabled:
+            reference = prepare_fsdp(reference, trainer.accelerator)
+        else:
+            reference = trainer.accelerator.prepare_model(reference, evaluation_mode=True)
+        trainer.ref_model = reference
+        trainer.beta = beta
+        trainer.args.beta = beta
+        self.grpo_config = trainer.args
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        """The trained model: the policy's model, or the PEFT model wrapping it with ``use_lora``."""
+        return self.trainer.accelerator.unwrap_model(self.trainer.model)
+
+    @property
+    def tasks_per_step(self) -> int:
+        """Tasks played per optimizer step (each ``num_generations`` times), over all processes."""
+        return self.grpo_config.generation_batch_size // self.config.num_generations
+
+    # -- generation -------------------------------------------------------------------------------
+    def _generator(self) -> GenerateFn:
+        """One turn of generation for a batch of token-id lists, with TRL's model and generation settings."""
+        trainer = self.trainer
+        if trainer.use_vllm:
+
+            def generate_vllm(batch: list[list[int]]):
+                _, ids, logprobs, _ = trainer.vllm_generation.generate(prompts=batch, images=None, num_generations=1)
+                logprobs = None if logprobs is None else [[lp[0] for lp in row] for row in logprobs]
+                return [list(row) for row in ids], logprobs
+
+            return generate_vllm
+
+        from trl.models import unwrap_model_for_generation
+
+        pad_id = self.tokenizer.pad_token_id
+        device = trainer.accelerator.device
+
+        def generate_hf(batch: list[list[int]]):
+            width = max(len(ids) for ids in batch)
+            input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
+            attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=device)
+            dist = getattr(trainer, "_dist", None)
+            summon = dist.summon_full_params(trainer.model_wrapped, recurse=False) if dist else contextlib.nullcontext()
+            with (
+                unwrap_model_for_generation(
+                    trainer.model_wrapped,
+                    trainer.accelerator,
+                    gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                    generation_kwargs=trainer.generation_kwargs,
+                    gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+                ) as unwrapped,
+                torch.no_grad(),
+                summon,
+            ):
+                out = unwrapped.generate(
+                    input_ids=input_ids, attention_mask=attention, generation_config=trainer.generation_config
+                )
+            return out[:, width:].tolist(), None
+
+        return generate_hf
+
+    def _rollout_func(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """TRL ``rollout_func``: plays the tasks of this generation batch's rows in ToolEnv."""
+        rows = trainer._genenv_rows
+        if rows is None or len(rows) != len(prompts):
+            raise RuntimeError("rollout_func called without its dataset rows (TRL internals changed?)")
+        tasks = [Task.from_dict(json.loads(row["task"])) for row in rows]
+        batch = play_episodes(
+            self.adapter,
+            tasks,
+            self.tokenizer,
+            self._generator(),
+            eos_token_ids=trainer.eos_token_ids,
+            max_turns=self.config.max_turns,
+            max_completion_length=self.config.max_completion_length,
+            few_shot=self.config.few_shot,
+            env_kwargs=self.config.env_kwargs,
+        )
+        self.last_rollout = batch
+        self.episodes.extend(batch.episodes)
+        for key, value in batch.token_counts.items():
+            self._call_tokens[key] += value
+        return batch.to_trl()
+
+    # -- data -----------------------------------------------------------------------------------
+    def _dataset(self, tasks: list[Task], steps: int):
+        """Rows for ``steps`` optimizer steps, cycling through ``tasks`` (shuffled once per call)."""
+        from datasets import Dataset
+
+        order = list(tasks)
+        if self.config.shuffle_tasks:
+            self._rng.shuffle(order)
+        batches = math.ceil(steps / self.grpo_config.num_iterations)
+        rows = [order[k % len(order)] for k in range(batches * self.tasks_per_step)]
+        prompts = [render_prompt(self.adapter.system_prompt(t), self.adapter.tools(t), t.prompt) for t in rows]
+        return Dataset.from_dict({"prompt": prompts, "task": [json.dumps(t.to_dict()) for t in rows]})
+
+    # -- training -------------------------------------------------------------------------------
+    def train(self, tasks: list[Task], steps: int | None = None) -> dict[str, float]:
+        """Run GRPO on ``tasks``: one pass (each task in one group of G episodes; the last step is filled by
+        cycling the list) or ``steps`` optimizer steps (cycling the tasks as needed).
+
+        Returns metrics (floats): ``steps``, ``episodes``, ``reward`` / ``reward_std`` (adapter scores of the
+        episodes trained on), ``solved`` (fraction with score 1), ``turns`` (mean agent turns), ``loss``,
+        ``kl`` (only when ``beta > 0``: TRL computes it only then), ``step_time`` (mean seconds per optimizer
+        step, generation included), ``train_time``, ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
+        / ``env_tokens`` (masked tool responses), and every numeric value TRL logged, averaged over steps,
+        under ``trl/<name>``. The episodes themselves are in :attr:`episodes`.
+        """
+        if not tasks:
+            raise ValueError("train() needs at least one task")
+        mu = self.grpo_config.num_iterations  # optimizer steps per generation batch (1 by default)
+        if steps is None:
+            steps = math.ceil(len(tasks) / self.tasks_per_step) * mu
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        from accelerate.optimizer import AcceleratedOptimizer
+
+        trainer = self.trainer
+        trainer.train_dataset = self._dataset(list(tasks), steps)
+        trainer.args.max_steps = steps
+        # A second train() call re-prepares the optimizer with accelerate: hand it the raw one, not a wrapper.
+        if isinstance(trainer.optimizer, AcceleratedOptimizer):
+            trainer.optimizer = trainer.optimizer.optimizer
+        if getattr(trainer, "use_vllm", False):
+            trainer._last_loaded_step = -1  # global_step restarts at 0: force a weight sync on the first step
+        self.episodes = []
+        self._call_tokens = {key: 0 for key in self._call_tokens}
+        self._metrics.reset()
+        start = time.perf_counter()
+        try:
+            output = trainer.train()
+        finally:
+            self.model.eval()
+        elapsed = time.perf_counter() - start
+        self.optimizer_steps += trainer.state.global_step
+        self.train_calls += 1
+        return self._summary(output, elapsed)
+
+    def _summary(self, output: Any, elapsed: float) -> dict[str, float]:
+        rewards = [e.reward for e in self.episodes]
+        mean_reward = _mean(rewards)
+        std = math.sqrt(_mean([(r - mean_reward) ** 2 for r in rewards])) if rewards else float("nan")
+        step_logs = [log for log in self._metrics.logs if "loss" in log]
+        metrics: dict[str, float] = {
+            "steps": float(self.trainer.state.global_step),
+            "episodes": float(len(self.episodes)),
+            "reward": mean_reward,
+            "reward_std": std,
+            "solved": _mean([float(r >= 1.0) for r in rewards]),
+            "turns": _mean([float(len(e.trajectory.turns)) for e in self.episodes]),
+            "loss": _mean([log["loss"] for log in step_logs]) if step_logs else float(output.training_loss),
+            "step_time": _mean(self._metrics.step_times),
+            "train_time": elapsed,
+            **{key: float(value) for key, value in self._call_tokens.items()},
+        }
+        if self.config.beta != 0.0:
+            metrics["kl"] = _mean([log["kl"] for log in step_logs if "kl" in log])
+        keys = sorted({k for log in step_logs for k, v in log.items() if isinstance(v, (int, float))})
+        for key in keys:
+            metrics[f"trl/{key}"] = _mean(
+                [float(log[key]) for log in step_logs if isinstance(log.get(key), (int, float))]
+            )
+        return metrics
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write the model (or only the LoRA adapter) and tokenizer with transformers' ``save_model``, the
+        optimizer state (``optimizer.pt``, as transformers names it) and genenv's counters and config."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.trainer.save_model(str(directory))
+        if self.trainer.optimizer is not None:
+            torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_FILE)
+        state = {
+            "config": self.config.to_dict(),
+            "optimizer_steps": self.optimizer_steps,
+            "train_calls": self.train_calls,
+            "use_lora": self.config.use_lora,
+        }
+        (directory / STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
+        return directory
+
+    def load(self, directory: str | Path) -> None:
+        """Restore weights (or the LoRA adapter) and optimizer state written by :meth:`save`, to resume.
+
+        Build the trainer as for the original run (same policy name, same ``use_lora``), then call this.
+        """
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        state = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
+        if bool(state.get("use_lora")) != self.config.use_lora:
+            raise ValueError(f"checkpoint use_lora={state.get('use_lora')} but this trainer has {self.config.use_lora}")
+        model = self.model
+        device = next(model.parameters()).device
+        if self.config.use_lora:
+            from peft import set_peft_model_state_dict
+
+            weights = load_file(str(directory / "adapter_model.safetensors"), device=str(device))
+            result = set_peft_model_state_dict(model, weights)
+            if result.unexpected_keys:
+                raise ValueError(f"unexpected adapter weights: {result.unexpected_keys[:5]}")
+        else:
+            single = directory / "model.safetensors"
+            if single.exists():
+                weights = load_file(str(single), device=str(device))
+                missing, unexpected = model.load_state_dict(weights, strict=False)
+                tied = set(getattr(model, "_tied_weights_keys", None) or [])
+                if getattr(model.config, "tie_word_embeddings", False):
+                    tied |= {"lm_head.weight"}
+                missing = [k for k in missing if k not in tied]
+                if missing or unexpected:
+                    raise ValueError(f"checkpoint mismatch: missing={missing[:5]} unexpected={unexpected[:5]}")
+            else:
+                from transformers.modeling_utils import load_sharded_checkpoint
+
+                load_sharded_checkpoint(model, str(directory), strict=False)
+        optimizer_file = directory / OPTIMIZER_FILE
+        if optimizer_file.exists():
+            if self.trainer.optimizer is None:
+                self.trainer.create_optimizer()
+            self.trainer.optimizer.load_state_dict(torch.load(optimizer_file, map_location=device, weights_only=True))
+        self.optimizer_steps = int(state.get("optimizer_steps", 0))
+        self.train_calls = int(state.get("train_calls", 0))
+        self._rng = random.Random(self.config.seed + self.train_calls)
+        self.model.eval()

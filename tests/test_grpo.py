@@ -1,0 +1,276 @@
+"""GRPO update of the agent (genenv.agents.grpo) with the tiny random policy and the toy benchmark."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import pytest
+import torch
+from toy_benchmark import ToyAdapter
+
+from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer, RolloutBatch, play_episodes
+from genenv.agents.models import build_tiny_policy
+from genenv.benchmarks.base import Score, Task, Trajectory
+
+TOOL_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>'
+ANSWER = "1 + 2 = 3."
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """The tiny model's matrices gain nothing from threads, and on a busy 2-core machine two OpenMP threads make
+    them up to 50x slower (spinning at barriers); restored after this module."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+class GradedToyAdapter(ToyAdapter):
+    """The toy benchmark with a score that varies with the answer text, so GRPO groups have reward variance
+    (the random tiny model never solves a task) and the rewards TRL sees can be told apart."""
+
+    def score(self, task: Task, trajectory: Trajectory) -> Score:
+        if trajectory.final_answer and str(task.gold["sum"]) in trajectory.final_answer:
+            return Score(1.0)
+        text = trajectory.final_answer or "".join(turn.action for turn in trajectory.turns)
+        return Score((zlib.crc32(text.encode()) % 97) / 100)
+
+
+def tiny_config(tmp_path, **overrides) -> GRPOAgentConfig:
+    settings = dict(
+        num_generations=2,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        max_new_tokens=8,
+        max_completion_length=48,
+        max_turns=2,
+        few_shot=False,
+        learning_rate=1e-2,
+        output_dir=str(tmp_path / "trl"),
+    )
+    settings.update(overrides)
+    return GRPOAgentConfig(**settings)
+
+
+def scripted_generator(tokenizer, eos_id: int, texts: list[str], tail: int = 3):
+    """A GenerateFn answering call k (turn k, every row in lock-step) with ``texts[k]`` + eos + padding."""
+    calls = [0]
+
+    def generate(batch):
+        text = texts[min(calls[0], len(texts) - 1)]
+        calls[0] += 1
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [eos_id] + [tokenizer.pad_token_id] * tail
+        return [list(ids) for _ in batch], None
+
+    return generate
+
+
+# -- the multi-turn rollout and its loss mask (no training) ------------------------------------
+
+
+def test_tool_response_tokens_are_masked_and_sequence_is_the_chat_rendering():
+    policy = build_tiny_policy(0)
+    tok = policy.tokenizer
+    adapter = ToyAdapter()
+    task = adapter.load_tasks("train")[1]  # 1 + 2
+    batch = play_episodes(
+        adapter,
+        [task, task],
+        tok,
+        scripted_generator(tok, tok.eos_token_id, [TOOL_CALL, ANSWER]),
+        eos_token_ids=[tok.eos_token_id],
+        max_turns=4,
+        max_completion_length=512,
+        few_shot=False,
+    )
+    assert isinstance(batch, RolloutBatch) and batch.logprobs is None
+    episode = batch.episodes[0]
+    assert [turn.action for turn in episode.trajectory.turns] == [TOOL_CALL, ANSWER]
+    assert batch.rewards == [1.0, 1.0] == [adapter.score(e.task, e.trajectory).value for e in batch.episodes]
+
+    ids, mask = batch.completion_ids[0], batch.env_mask[0]
+    assert len(ids) == len(mask) and mask[0] == 1 and mask[-1] == 1
+    # The trained sequence is exactly the chat template's rendering of the episode (no re-tokenisation drift).
+    expected = tok(
+        tok.apply_chat_template(episode.messages, tools=episode.tools, tokenize=False), add_special_tokens=False
+    )["input_ids"]
+    assert batch.prompt_ids[0] + ids == expected[:-1]  # the template adds "\n" after the last <|im_end|>
+
+    # mask == 1: the two assistant turns (with their end-of-turn tokens); mask == 0: the tool-response block.
+    sampled = tok.decode([t for t, m in zip(ids, mask) if m], skip_special_tokens=False)
+    assert sampled == TOOL_CALL + "<|im_end|>" + ANSWER + "<|im_end|>"
+    masked = tok.decode([t for t, m in zip(ids, mask) if not m], skip_special_tokens=False)
+    tool_block = '\n<|im_start|>user\n<tool_response>\n{"result": 3}\n</tool_response><|im_end|>\n'
+    assert masked == tool_block + "<|im_start|>assistant\n"
+    zeros = [k for k, m in enumerate(mask) if not m]
+    assert zeros == list(range(zeros[0], zeros[-1] + 1))  # one contiguous block between the turns
+    assert batch.token_counts["env_tokens"] == 2 * len(zeros)
+    trl_output = batch.to_trl()
+    assert trl_output["env_mask"] == batch.env_mask and trl_output["agent_reward"] == [1.0, 1.0]
+
+
+def test_token_budget_ends_episode_without_tool_tokens_and_cut_turn_gets_masked_eos():
+    policy = build_tiny_policy(0)
+    tok = policy.tokenizer
+    adapter = ToyAdapter()
+    task = adapter.load_tasks("train")[1]
+    call_len = len(tok(TOOL_CALL, add_special_tokens=False)["input_ids"])
+    # Room for the call but not for the tool response: the episode ends after turn 1, scored, nothing appended.
+    batch = play_episodes(
+        adapter,
+        [task],
+        tok,
+        scripted_generator(tok, tok.eos_token_id, [TOOL_CALL, ANSWER]),
+        eos_token_ids=[tok.eos_token_id],
+        max_turns=4,
+        max_completion_length=call_len + 10,
+        few_shot=False,
+    )
+    assert batch.episodes[0].truncated and len(batch.episodes[0].trajectory.turns) == 1
+    assert batch.env_mask[0] == [1] * (call_len + 1) and batch.rewards == [0.0]
+    assert batch.episodes[0].info["truncated_by"] == "max_completion_length"
+
+    # A turn cut by the per-turn limit (no eos generated) gets an eos inserted, masked, before the tool block.
+    def no_eos(batch_ids):
+        return [tok(TOOL_CALL, add_special_tokens=False)["input_ids"] for _ in batch_ids], None
+
+    batch = play_episodes(
+        adapter,
+        [task],
+        tok,
+        no_eos,
+        eos_token_ids=[tok.eos_token_id],
+        max_turns=2,
+        max_completion_length=2048,
+        few_shot=False,
+    )
+    ids, mask = batch.completion_ids[0], batch.env_mask[0]
+    assert ids[call_len] == tok.eos_token_id and mask[call_len] == 0 and mask[:call_len] == [1] * call_len
+    assert batch.episodes[0].truncated  # max_turns=2 reached
+
+
+# -- GRPO through TRL --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Two GRPO steps (beta > 0, so the KL path runs) with spies on what TRL computes."""
+    tmp = tmp_path_factory.mktemp("grpo")
+    adapter = GradedToyAdapter()
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp, beta=0.04))
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    seen = {"rewards": [], "episodes": [], "outputs": []}
+    trl = trainer.trainer
+    calculate, generate_and_score = trl._calculate_rewards, trl._generate_and_score_completions
+
+    def spy_rewards(*args, **kwargs):
+        rewards = calculate(*args, **kwargs)
+        seen["rewards"].append(rewards[:, 0].tolist())
+        seen["episodes"].append(list(trainer.last_rollout.episodes))
+        return rewards
+
+    def spy_generate(inputs):
+        output = generate_and_score(inputs)
+        seen["outputs"].append(output)
+        return output
+
+    trl._calculate_rewards, trl._generate_and_score_completions = spy_rewards, spy_generate
+    tasks = adapter.load_tasks("train")[:3]
+    metrics = trainer.train(tasks, steps=2)
+    return trainer, adapter, metrics, before, seen
+
+
+def test_two_grpo_steps_update_the_policy_and_report_finite_metrics(trained):
+    trainer, _, metrics, before, _ = trained
+    assert metrics["steps"] == 2 and metrics["episodes"] == 4 == len(trainer.episodes)
+    for key in (
+        "reward",
+        "reward_std",
+        "loss",
+        "kl",
+        "step_time",
+        "train_time",
+        "prompt_tokens",
+        "completion_tokens",
+        "env_tokens",
+        "turns",
+    ):
+        assert math.isfinite(metrics[key]), key
+    assert metrics["completion_tokens"] > 0 and metrics["step_time"] > 0
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])]
+    assert changed, "no parameter changed after two GRPO steps"
+    assert trainer.optimizer_steps == 2 and not trainer.model.training
+
+
+def test_rewards_reaching_trl_are_the_adapter_scores(trained):
+    _, adapter, metrics, _, seen = trained
+    assert len(seen["rewards"]) == 2
+    for rewards, episodes in zip(seen["rewards"], seen["episodes"]):
+        scores = [adapter.score(e.task, e.trajectory).value for e in episodes]
+        assert rewards == pytest.approx(scores) and rewards == pytest.approx([e.reward for e in episodes])
+    every = [r for rewards in seen["rewards"] for r in rewards]
+    assert metrics["reward"] == pytest.approx(sum(every) / len(every))
+    # each step played one task G=2 times, and the two rows of a group are the same task
+    for episodes in seen["episodes"]:
+        assert episodes[0].task.task_id == episodes[1].task.task_id
+
+
+def test_env_mask_reaches_trl_as_tool_mask(tmp_path):
+    """A scripted multi-turn rollout (tool call, then answer) through TRL: TRL's tool_mask is our env_mask."""
+    adapter = ToyAdapter()
+    trainer = GRPOAgentTrainer(build_tiny_policy(1), adapter, tiny_config(tmp_path, max_completion_length=256))
+    tok = trainer.tokenizer
+    trainer._generator = lambda: scripted_generator(tok, tok.eos_token_id, [TOOL_CALL, ANSWER])
+    outputs = []
+    generate_and_score = trainer.trainer._generate_and_score_completions
+
+    def spy(inputs):
+        outputs.append(generate_and_score(inputs))
+        return outputs[-1]
+
+    trainer.trainer._generate_and_score_completions = spy
+    metrics = trainer.train([adapter.load_tasks("train")[1]], steps=1)
+    assert metrics["reward"] == 1.0 and metrics["turns"] == 2.0 and metrics["env_tokens"] > 0
+    rollout = trainer.last_rollout
+    tool_mask = outputs[0]["tool_mask"]
+    for row, mask in enumerate(rollout.env_mask):
+        assert tool_mask[row, : len(mask)].tolist() == mask
+        assert outputs[0]["completion_ids"][row, : len(mask)].tolist() == rollout.completion_ids[row]
+    assert (tool_mask == 0).any()
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_lora", [False, True])
+def test_save_load_round_trip(tmp_path, use_lora):
+    adapter = GradedToyAdapter()
+    config = tiny_config(tmp_path, use_lora=use_lora, learning_rate=1e-2, lora_r=4)
+    original = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+    for _ in range(2):  # two GenEnv epochs: the optimizer carries over from one train() call to the next
+        original.train(adapter.load_tasks("train")[:1], steps=1)
+    assert isinstance(original.trainer.optimizer.optimizer, torch.optim.AdamW)  # wrapped once, not twice
+    assert {int(s["step"]) for s in original.trainer.optimizer.state_dict()["state"].values()} == {2}
+    path = original.save(tmp_path / "ckpt")
+    assert (path / ("adapter_model.safetensors" if use_lora else "model.safetensors")).exists()
+    assert (path / "optimizer.pt").exists()
+
+    restored = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+    restored.load(path)
+    want = dict(original.model.named_parameters())
+    for name, param in restored.model.named_parameters():
+        assert torch.equal(param, want[name]), name
+    if use_lora:
+        assert all("lora_" in n for n, p in restored.model.named_parameters() if p.requires_grad)
+    a, b = original.trainer.optimizer.state_dict(), restored.trainer.optimizer.state_dict()
+    assert a["state"].keys() == b["state"].keys() and a["state"]
+    for key, state in a["state"].items():
+        for name, value in state.items():
+            assert torch.equal(torch.as_tensor(value), torch.as_tensor(b["state"][key][name])), (key, name)
+    assert restored.optimizer_steps == 2 and restored.train_calls == 2
+    # training resumes from the restored optimizer
+    assert restored.train(adapter.load_tasks("train")[:1], steps=1)["steps"] == 1
+    assert restored.optimizer_steps == 3
+    assert {int(s["step"]) for s in restored.trainer.optimizer.state_dict()["state"].values()} == {3}
