@@ -1,0 +1,425 @@
+"""The GenEnv co-evolution loop: the simulator writes tasks, the agent learns them, both update.
+
+One epoch (:meth:`CoEvolutionTrainer.run_epoch`):
+
+1. the simulator writes a batch of tasks, its prompt conditioned on the agent's recent success per
+   task family; each output is parsed and validated by the adapter (rejects are kept with a reason);
+2. the agent plays G episodes per task in ``ToolEnv`` and is updated with GRPO (TRL), on the fresh
+   tasks plus tasks replayed from its pool D_train (base data + history);
+3. ``p_hat`` = the agent's success on the fresh tasks, ``R_env = exp(-beta (p_hat - alpha)^2)``;
+   batches with ``|p_hat - alpha| > k`` are kept out of the simulator update (still stored);
+4. the simulator is updated by reward-weighted regression (weights ``exp(lambda R_env)``, LoRA,
+   KL to its initial weights, hard KL cap);
+5. traces join D_train, generations join D_env; a checkpoint (both policies, optimizer states,
+   family stats, RNG) is written, then both pools commit the epoch.
+
+Ablations (``curriculum``): ``"random"`` never updates the simulator nor tells it the agent's
+success (GenEnv-Random); ``"static"`` generates one pool of tasks before training and draws every
+epoch's batch from it (GenEnv-Static).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from genenv.agents.agent import Agent
+from genenv.agents.generation import SamplingConfig
+from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
+from genenv.agents.models import load_policy
+from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
+from genenv.envs.simulator import Proposal, Simulator
+from genenv.evaluate import evaluate
+from genenv.pools import TaskPool, TracePool
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINTS = "checkpoints"
+LATEST = "latest"
+METRICS_FILE = "metrics.jsonl"
+
+
+@dataclass
+class GenEnvConfig:
+    """Settings of a co-evolution run.
+
+    Args:
+        benchmark: registered benchmark name.
+        data_dir: the benchmark's data folder (``None``: ``$GENENV_DATA_DIR/<benchmark>``).
+        run_dir: where pools, checkpoints and ``metrics.jsonl`` live.
+        curriculum: ``"genenv"`` (the full method), ``"random"`` or ``"static"`` (the ablations).
+        epochs: co-evolution epochs.
+        tasks_per_epoch: valid generated tasks the agent trains on per epoch.
+        generation_rounds: simulator batches tried per epoch to collect ``tasks_per_epoch`` valid tasks.
+        static_pool_size: tasks generated once for ``curriculum="static"`` (``None``: ``tasks_per_epoch * epochs``).
+        replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
+        base_split: benchmark split whose tasks seed D_train as base data (``None``: none).
+        validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
+        validation_limit: validation tasks (a fixed, seeded subset of the split).
+        alpha: target success rate of the alpha-curriculum reward.
+        beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
+        band_k: half-width of the difficulty band; batches outside it skip the simulator update.
+        lam: lambda of the RWR weights ``exp(lambda R_env)``.
+        stats_window: episodes per family in the success statistics shown to the simulator.
+        agent_model: model of the agent policy (``smollm2``, ``tiny`` or an HF path).
+        simulator_model: model of the simulator policy.
+        simulator_batch_size: proposals per simulator ``generate`` call.
+        simulator_max_new_tokens: generation limit of one proposal.
+        simulator_temperature: sampling temperature of the simulator.
+        agent: GRPO settings of the agent update.
+        rwr: RWR settings of the simulator update.
+        seed: seeds task sampling, generation and both trainers.
+    """
+
+    benchmark: str = "apibank"
+    data_dir: str | None = None
+    run_dir: str = "runs/train"
+    curriculum: Literal["genenv", "random", "static"] = "genenv"
+    epochs: int = 2
+    tasks_per_epoch: int = 2
+    generation_rounds: int = 2
+    static_pool_size: int | None = None
+    replay_tasks: int = 0
+    base_split: str | None = None
+    validation_split: str | None = None
+    validation_limit: int = 8
+    alpha: float = 0.5
+    beta: float = 10.0
+    band_k: float = 0.4
+    lam: float = 1.0
+    stats_window: int = 64
+    agent_model: str = "smollm2"
+    simulator_model: str = "smollm2"
+    simulator_batch_size: int = 4
+    simulator_max_new_tokens: int = 160
+    simulator_temperature: float = 0.8
+    agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
+    rwr: RWRConfig = field(default_factory=RWRConfig)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.curriculum not in ("genenv", "random", "static"):
+            raise ValueError(f"curriculum must be genenv, random or static, got {self.curriculum!r}")
+        if self.epochs < 1 or self.tasks_per_epoch < 1:
+            raise ValueError("epochs and tasks_per_epoch must be at least 1")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class CoEvolutionTrainer:
+    """Runs GenEnv epochs with checkpoints; ``resume=True`` continues from the last complete one."""
+
+    def __init__(self, config: GenEnvConfig, *, resume: bool = False) -> None:
+        self.config = config
+        self.run_dir = Path(config.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.adapter: BenchmarkAdapter = get_benchmark(config.benchmark, data_dir=config.data_dir)
+        self.rng = np.random.default_rng(config.seed)
+        torch.manual_seed(config.seed)
+        self.stats = FamilyStats(window=config.stats_window)
+        self.band = DifficultyFilter(alpha=config.alpha, k=config.band_k)
+
+        self.agent_policy = load_policy(config.agent_model, seed=config.seed)
+        self.simulator_policy = load_policy(config.simulator_model, seed=config.seed + 1)
+        agent_config = GRPOAgentConfig(**{**asdict(config.agent), "output_dir": str(self.run_dir / "trl")})
+        self.agent_trainer = GRPOAgentTrainer(self.agent_policy, self.adapter, agent_config)
+        self.simulator_trainer = (
+            RWRTrainer(self.simulator_policy, config.rwr) if config.curriculum == "genenv" else None
+        )
+        self.simulator = Simulator(
+            self.simulator_policy,
+            batch_size=config.simulator_batch_size,
+            sampling=SamplingConfig(config.simulator_max_new_tokens, config.simulator_temperature, 0.95),
+            alpha=config.alpha,
+        )
+        self.traces = TracePool(self.run_dir / "pools")
+        self.tasks = TaskPool(self.run_dir / "pools")
+        self.validation_tasks = self._validation_tasks()
+        self.start_epoch = 0
+        if resume:
+            self.start_epoch = self._restore()
+        elif latest_checkpoint(self.run_dir) is not None:
+            raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
+        elif config.base_split:
+            self._add_base_data()
+
+    # -- the loop ---------------------------------------------------------------------------
+    def train(self) -> list[dict[str, Any]]:
+        """Run the remaining epochs; returns their metrics (also appended to ``metrics.jsonl``)."""
+        history = []
+        for epoch in range(self.start_epoch, self.config.epochs):
+            metrics = self.run_epoch(epoch)
+            history.append(metrics)
+            logger.info("epoch %d: %s", epoch, json.dumps(_short(metrics)))
+        return history
+
+    def run_epoch(self, epoch: int) -> dict[str, Any]:
+        """One co-evolution epoch, checkpointed; returns its metrics."""
+        start = time.perf_counter()
+        fresh, proposals = self._epoch_tasks(epoch)
+        replay = self._replay(epoch)
+        agent_metrics: dict[str, float] = {}
+        episodes = []
+        if fresh or replay:
+            agent_metrics = self.agent_trainer.train(fresh + replay)
+            episodes = list(self.agent_trainer.episodes)
+        fresh_ids = {task.task_id for task in fresh}
+        fresh_episodes = [e for e in episodes if e.task.task_id in fresh_ids]
+        p_hat = float(np.mean([e.reward for e in fresh_episodes])) if fresh_episodes else None
+        per_family: dict[str, list[float]] = {}
+        for episode in fresh_episodes:
+            per_family.setdefault(self.adapter.family(episode.task), []).append(episode.reward)
+        for family, rewards in per_family.items():
+            self.stats.update(family, rewards)
+        r_env = alpha_reward(p_hat, self.config.alpha, self.config.beta) if p_hat is not None else 0.0
+        in_band = p_hat is not None and self.band(p_hat)
+
+        if proposals:
+            self.tasks.add_proposals(proposals, epoch, r_env, rwr_weight(r_env, self.config.lam), in_band)
+        if episodes:
+            self.traces.add_episodes(episodes, epoch, "on_policy")
+        simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
+        validation = self._validate(epoch)
+
+        metrics = {
+            "epoch": epoch,
+            "curriculum": self.config.curriculum,
+            "p_hat": p_hat,
+            "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(per_family.items())},
+            "r_env": r_env,
+            "in_band": in_band,
+            "fresh_tasks": len(fresh),
+            "replay_tasks": len(replay),
+            "proposals": len(proposals),
+            "rejects": sum(p.task is None for p in proposals),
+            "filtered": 0 if in_band else sum(p.task is not None for p in proposals),
+            "reject_reasons": _reason_counts(proposals),
+            "task_length_tokens": _mean_tokens(self.agent_policy.tokenizer, [t.prompt for t in fresh]),
+            "agent": agent_metrics,
+            "simulator": simulator_metrics,
+            "validation": validation,
+            "pool_traces": len(self.traces) + len(self.traces.uncommitted()),
+            "pool_tasks": len(self.tasks) + len(self.tasks.uncommitted()),
+            "seconds": time.perf_counter() - start,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+        metrics = json.loads(json.dumps(metrics, default=float))
+        self._checkpoint(epoch, metrics)
+        self._log_metrics(metrics)
+        self.traces.commit(epoch)
+        self.tasks.commit(epoch)
+        return metrics
+
+    def _log_metrics(self, metrics: dict[str, Any]) -> None:
+        with (self.run_dir / METRICS_FILE).open("a", encoding="utf-8") as out:
+            out.write(json.dumps(metrics) + "\n")
+
+    # -- tasks ------------------------------------------------------------------------------
+    def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal]]:
+        """This epoch's fresh tasks and every proposal written for them."""
+        if self.config.curriculum == "static":
+            if epoch == 0:
+                size = self.config.static_pool_size or self.config.tasks_per_epoch * self.config.epochs
+                return self._generate(size, conditioned=False)
+            unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
+            pool = [Task.from_dict(task) for task in unique.values()]
+            picks = (
+                self.rng.choice(len(pool), min(self.config.tasks_per_epoch, len(pool)), replace=False) if pool else []
+            )
+            return [pool[int(i)] for i in picks], []
+        return self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
+
+    def _generate(self, wanted: int, *, conditioned: bool) -> tuple[list[Task], list[Proposal]]:
+        """Ask the simulator for tasks until ``wanted`` distinct ones are valid or the rounds run out."""
+        proposals: list[Proposal] = []
+        valid: dict[str, Task] = {}
+        success = self.stats.rates() if conditioned else None
+        rounds = self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
+        for _ in tqdm(range(rounds), desc="simulator", unit="batch", leave=False):
+            if len(valid) >= wanted:
+                break
+            batch = self.simulator.propose(self.adapter, rng=self.rng, success=success)
+            proposals.extend(batch)
+            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
+        return list(valid.values())[:wanted], proposals
+
+    def _replay(self, epoch: int) -> list[Task]:
+        """Tasks drawn from D_train (base data and earlier epochs) for this epoch's agent update."""
+        if self.config.replay_tasks <= 0:
+            return []
+        records = [r for r in self.traces.training_set(epoch) if r["epoch"] < epoch or r["source"] == "base"]
+        unique = list({r["task"]["task_id"]: r["task"] for r in records}.values())
+        if not unique:
+            return []
+        picks = self.rng.choice(len(unique), min(self.config.replay_tasks, len(unique)), replace=False)
+        return [Task.from_dict(unique[int(i)]) for i in picks]
+
+    def _add_base_data(self) -> None:
+        tasks = self.adapter.load_tasks(self.config.base_split)
+        records = [
+            {
+                "task": t.to_dict(),
+                "family": self.adapter.family(t),
+                "messages": [],
+                "tools": [],
+                "reward": 0.0,
+                "truncated": False,
+                "info": {},
+                "source": "base",
+                "valid": True,
+            }
+            for t in tasks
+        ]
+        self.traces.append(records, epoch=0)
+
+    def _validation_tasks(self) -> list[Task]:
+        if not self.config.validation_split:
+            return []
+        tasks = self.adapter.load_tasks(self.config.validation_split)
+        order = np.random.default_rng(self.config.seed + 12345).permutation(len(tasks))
+        return [tasks[int(i)] for i in order[: self.config.validation_limit]]
+
+    # -- updates and evaluation -------------------------------------------------------------
+    def _update_simulator(self, epoch: int) -> dict[str, Any]:
+        examples = [
+            {"messages": r["messages"], "completion": r["raw"], "weight": r["weight"]}
+            for r in self.tasks.weighted_examples(epoch)
+        ]
+        if not examples:
+            return {"steps": 0, "examples": 0}
+        stats = self.simulator_trainer.train(examples)
+        return stats.to_dict()
+
+    def _validate(self, epoch: int) -> dict[str, Any]:
+        if not self.validation_tasks:
+            return {}
+        agent = Agent(self.agent_policy, SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens))
+        summary, _ = evaluate(
+            self.adapter,
+            agent,
+            self.validation_tasks,
+            batch_size=8,
+            max_turns=self.config.agent.max_turns,
+            seed=self.config.seed,
+            progress=False,
+        )
+        return summary["metrics"]
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:
+        """Write checkpoint ``epoch`` atomically (temp folder, rename), then point ``latest`` at it."""
+        root = self.run_dir / CHECKPOINTS
+        final = root / f"epoch-{epoch:04d}"
+        tmp = root / f".epoch-{epoch:04d}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.agent_trainer.save(tmp / "agent")
+        if self.simulator_trainer is not None:
+            self.simulator_trainer.save(tmp / "simulator")
+        state = {
+            "epoch": epoch,
+            "stats": self.stats.to_dict(),
+            "rng": self.rng.bit_generator.state,
+            "config": self.config.to_dict(),
+        }
+        (tmp / "state.json").write_text(json.dumps(state, default=str), encoding="utf-8")
+        torch.save(torch.get_rng_state(), tmp / "torch_rng.pt")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _write_atomic(root / LATEST, final.name)
+
+    def _restore(self) -> int:
+        """Load the last complete checkpoint and reconcile the pools; returns the next epoch."""
+        checkpoint = latest_checkpoint(self.run_dir)
+        if checkpoint is None:
+            raise FileNotFoundError(f"resume=true but {self.run_dir} has no complete checkpoint")
+        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+        epoch = int(state["epoch"])
+        self.agent_trainer.load(checkpoint / "agent")
+        if self.simulator_trainer is not None:
+            self.simulator_trainer.load(checkpoint / "simulator")
+        self.stats = FamilyStats.from_dict(state["stats"])
+        self.rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(torch.load(checkpoint / "torch_rng.pt"))
+        for pool in (self.traces, self.tasks):
+            pending = pool.uncommitted()
+            if pending and all(r["epoch"] <= epoch for r in pending):
+                pool.commit(epoch)  # killed after the checkpoint, before the commit: the epoch is complete
+            elif pending:
+                moved = pool.discard_uncommitted()
+                logger.warning("resume: %d records of unfinished epoch %d moved aside", len(moved), epoch + 1)
+        if epoch not in logged_epochs(self.run_dir):  # killed between the checkpoint and the metrics line
+            self._log_metrics(state["metrics"])
+        logger.info("resumed from %s; continuing at epoch %d", checkpoint, epoch + 1)
+        return epoch + 1
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The last complete checkpoint folder of a run, or ``None``."""
+    root = Path(run_dir) / CHECKPOINTS
+    pointer = root / LATEST
+    if not pointer.exists():
+        return None
+    folder = root / pointer.read_text(encoding="utf-8").strip()
+    return folder if (folder / "state.json").exists() else None
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Every epoch's metrics of a run, in order (``metrics.jsonl``)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    metrics = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            metrics.append(json.loads(line))
+        except ValueError:  # a line torn by a kill mid-write
+            logger.warning("skipping an unreadable line of %s", path)
+    return metrics
+
+
+def logged_epochs(run_dir: str | Path) -> set[int]:
+    return {int(m["epoch"]) for m in read_metrics(run_dir)}
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _reason_counts(proposals: list[Proposal]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for proposal in proposals:
+        if proposal.task is None:
+            kind = proposal.reject_reason.split(":", 1)[0]
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _mean_tokens(tokenizer: Any, texts: list[str]) -> float | None:
+    return float(np.mean([len(tokenizer(text)["input_ids"]) for text in texts])) if texts else None
+
+
+def _short(metrics: dict[str, Any]) -> dict[str, Any]:
+    keys = ("epoch", "p_hat", "r_env", "fresh_tasks", "rejects", "seconds")
+    return {key: metrics.get(key) for key in keys}

@@ -1,0 +1,60 @@
+"""Train an agent the GenEnv way: ``python -m genenv.train +bench=apibank [curriculum=random] [model=tiny]``.
+
+Resume an interrupted run from its last complete checkpoint with
+``python -m genenv.train +bench=apibank run_dir=RUN_DIR resume=true``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from genenv.agents.grpo import GRPOAgentConfig
+from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
+from genenv.config import CONFIG_DIR, adapter_data_dir, require_bench
+from genenv.curriculum import RWRConfig
+
+logger = logging.getLogger(__name__)
+
+
+def genenv_config(cfg: DictConfig) -> GenEnvConfig:
+    """The :class:`GenEnvConfig` a composed Hydra config describes."""
+    bench = require_bench(cfg)
+    data_dir = adapter_data_dir(cfg)
+    settings: dict[str, Any] = OmegaConf.to_container(cfg.coevolution, resolve=True)
+    return GenEnvConfig(
+        benchmark=bench.name,
+        data_dir=str(data_dir) if data_dir else None,
+        run_dir=str(cfg.run_dir),
+        curriculum=cfg.curriculum.name,
+        agent_model=cfg.model.name,
+        simulator_model=cfg.model.name,
+        validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
+        agent=GRPOAgentConfig(**OmegaConf.to_container(cfg.agent, resolve=True)),
+        rwr=RWRConfig(**OmegaConf.to_container(cfg.rwr, resolve=True)),
+        **settings,
+    )
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    config = genenv_config(cfg)
+    trainer = CoEvolutionTrainer(config, resume=bool(cfg.resume))
+    history = trainer.train()
+    for metrics in history:
+        validation = metrics["validation"].get("score")
+        print(
+            f"epoch {metrics['epoch']}: p_hat={metrics['p_hat']} r_env={metrics['r_env']:.3f} "
+            f"fresh tasks={metrics['fresh_tasks']} rejects={metrics['rejects']} "
+            f"validation={validation} ({metrics['seconds']:.0f} s)"
+        )
+    print(f"run folder: {config.run_dir} (metrics.jsonl, pools/, checkpoints/)")
+    print(json.dumps({"epochs_run": len(history), "next_epoch": trainer.start_epoch + len(history)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The co-evolution loop end to end with the tiny model: epochs, pools, checkpoints, resume, ablations."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, data_dir
+from test_apibank_env import CALCULATOR_TASK, ScriptedSimulator
+
+from genenv.agents.grpo import GRPOAgentConfig
+from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
+from genenv.curriculum import RWRConfig
+from genenv.pools import TaskPool, TracePool
+
+AGENT = GRPOAgentConfig(
+    num_generations=2,
+    max_new_tokens=8,
+    max_turns=2,
+    per_device_train_batch_size=2,
+    gradient_accumulation_steps=1,
+    max_completion_length=128,
+    use_lora=True,
+)
+
+
+def tiny_config(run_dir: Path, **overrides) -> GenEnvConfig:
+    settings = dict(
+        benchmark="apibank",
+        data_dir=str(data_dir("apibank")),
+        run_dir=str(run_dir),
+        epochs=2,
+        tasks_per_epoch=2,
+        generation_rounds=1,
+        simulator_batch_size=2,
+        simulator_max_new_tokens=8,
+        replay_tasks=2,
+        base_split="level-1-api",
+        validation_split="level-1-api",
+        validation_limit=2,
+        agent_model="tiny",
+        simulator_model="tiny",
+        agent=AGENT,
+        rwr=RWRConfig(batch_size=2),
+    )
+    return GenEnvConfig(**{**settings, **overrides})
+
+
+def test_two_epochs_with_unparsable_simulator_output(tmp_path):
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path))
+    history = trainer.train()
+    assert [m["epoch"] for m in history] == [0, 1] == [m["epoch"] for m in read_metrics(tmp_path)]
+    for metrics in history:
+        # the random tiny simulator writes no valid task: every output is rejected with its reason
+        assert metrics["fresh_tasks"] == 0 and metrics["rejects"] == metrics["proposals"] == 2
+        assert metrics["agent"]["steps"] >= 1 and metrics["replay_tasks"] == 2
+        assert "api_call_accuracy" in metrics["validation"] and metrics["peak_rss_mb"] > 0
+    tasks, traces = TaskPool(tmp_path / "pools"), TracePool(tmp_path / "pools")
+    assert tasks.committed_epoch == traces.committed_epoch == 1
+    assert len(tasks.rejects()) == 4 and all(r["reject_reason"] for r in tasks.rejects())
+    assert {r["epoch"] for r in traces.records(source="on_policy")} == {0, 1}
+    assert latest_checkpoint(tmp_path).name == "epoch-0001"
+    with pytest.raises(FileExistsError):
+        CoEvolutionTrainer(tiny_config(tmp_path))
+
+
+def test_generated_tasks_train_both_policies_and_kl_cap_stops(tmp_path, caplog):
+    rwr = RWRConfig(batch_size=2, learning_rate=0.5, max_kl=1e-9)
+    config = tiny_config(tmp_path, epochs=1, replay_tasks=0, band_k=0.5, rwr=rwr)  # band_k=0.5: every batch kept
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "{broken"])
+    (metrics,) = trainer.train()
+    assert metrics["fresh_tasks"] == 1 and metrics["rejects"] == 1 and metrics["p_hat"] is not None
+    assert metrics["p_hat_per_family"].keys() == {"Calculator"}
+    assert metrics["r_env"] > 0 and metrics["agent"]["episodes"] == 2 and metrics["in_band"]
+    # the simulator update ran on the accepted task, and the KL cap cut it short
+    assert metrics["simulator"]["examples"] == 1 and metrics["simulator"]["stopped_early"] and "KL cap" in caplog.text
+    accepted = TaskPool(tmp_path / "pools").records(status="accepted")
+    assert len(accepted) == 1 and accepted[0]["weight"] == pytest.approx(2.718281828 ** metrics["r_env"])
+
+
+@pytest.mark.parametrize("curriculum", ["random", "static"])
+def test_ablations_never_update_the_simulator(tmp_path, curriculum):
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, static_pool_size=2))
+    assert trainer.simulator_trainer is None
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK)] * 2)
+    history = trainer.train()
+    assert all(m["simulator"] == {} for m in history)
+    if curriculum == "static":  # generated once, then drawn from the fixed pool
+        assert history[0]["proposals"] == 2 and history[1]["proposals"] == 0 and history[1]["fresh_tasks"] == 1
+
+
+def _train_command(run_dir: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "genenv.train",
+        "+bench=apibank",
+        "model=tiny",
+        f"run_dir={run_dir}",
+        "coevolution.epochs=3",
+        "coevolution.base_split=level-1-api",
+        "coevolution.replay_tasks=2",
+        "coevolution.validation_limit=1",
+        "coevolution.simulator_max_new_tokens=8",
+        "coevolution.generation_rounds=1",
+        "agent.max_new_tokens=8",
+        *extra,
+    ]
+
+
+def test_sigkill_mid_epoch_then_resume(tmp_path):
+    data_dir("apibank")
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        _train_command(run_dir), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 300
+    while latest_checkpoint(run_dir) is None and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1.5)  # into epoch 1
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    checkpoint = latest_checkpoint(run_dir)
+    assert checkpoint is not None, "no checkpoint before the kill"
+    done = int(checkpoint.name.split("-")[1])
+    traces_before = [r for r in TracePool(run_dir / "pools").records() if r["epoch"] <= done]
+    assert traces_before, "committed records exist"
+
+    result = subprocess.run(_train_command(run_dir, "resume=true"), cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    traces = TracePool(run_dir / "pools")
+    assert traces.committed_epoch == 2
+    assert [r for r in traces.records() if r["epoch"] <= done] == traces_before  # nothing lost or changed
+    assert sorted(m["epoch"] for m in read_metrics(run_dir)) == [0, 1, 2]
