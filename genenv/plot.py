@@ -1,0 +1,103 @@
+"""Plot co-evolution runs: ``python -m genenv.plot RUN_DIR [RUN_DIR ...] [--out DIR]``.
+
+One run: p_hat per epoch against the alpha band, R_env, validation score, mean generated-task
+length (the paper's "curriculum emergence" picture) and simulator KL, one PNG each. Several runs
+(e.g. GenEnv vs Random vs Static): the same panels with one line per run, labelled by curriculum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from genenv.coevolution import latest_checkpoint, read_metrics  # noqa: E402
+
+#: panel name -> (title, y label, how to read the value from one epoch's metrics)
+PANELS: dict[str, tuple[str, str, Any]] = {
+    "p_hat": ("Agent success on generated tasks (p_hat)", "p_hat", lambda m: m.get("p_hat")),
+    "r_env": ("alpha-Curriculum Reward R_env", "R_env", lambda m: m.get("r_env")),
+    "validation": ("Held-out validation score", "score", lambda m: (m.get("validation") or {}).get("score")),
+    "task_length": ("Mean generated task length", "tokens", lambda m: m.get("task_length_tokens")),
+    "simulator_kl": ("Simulator KL to its initial policy", "KL", lambda m: (m.get("simulator") or {}).get("kl")),
+}
+
+
+def load_runs(run_dirs: list[Path]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(label, metrics per epoch) of each run; the last line per epoch wins."""
+    runs = []
+    for run_dir in run_dirs:
+        by_epoch = {int(m["epoch"]): m for m in read_metrics(run_dir)}
+        if not by_epoch:
+            raise SystemExit(f"{run_dir} has no metrics.jsonl records")
+        metrics = [by_epoch[e] for e in sorted(by_epoch)]
+        label = metrics[0].get("curriculum", "run") + ("" if len(run_dirs) == 1 else f" ({run_dir.name})")
+        runs.append((label, metrics))
+    return runs
+
+
+def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_k: float | None = None) -> list[Path]:
+    """Write one PNG per panel into ``out``; returns their paths."""
+    runs = load_runs(run_dirs)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (title, ylabel, value) in PANELS.items():
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        plotted = False
+        for label, metrics in runs:
+            points = [(m["epoch"], value(m)) for m in metrics if isinstance(value(m), (int, float))]
+            if points:
+                xs, ys = zip(*points)
+                ax.plot(xs, ys, marker="o", label=label)
+                plotted = True
+        if name == "p_hat" and alpha is not None:
+            ax.axhline(alpha, color="gray", linestyle="--", linewidth=1, label=f"alpha = {alpha}")
+            if band_k is not None:
+                ax.axhspan(
+                    max(0.0, alpha - band_k),
+                    min(1.0, alpha + band_k),
+                    color="gray",
+                    alpha=0.15,
+                    label=f"band |p_hat - alpha| <= {band_k}",
+                )
+        if not plotted:
+            ax.text(0.5, 0.5, "no data in these runs", ha="center", va="center", transform=ax.transAxes)
+        ax.set(title=title, xlabel="epoch", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        if plotted:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _run_setting(run_dir: Path, key: str) -> float | None:
+    """A curriculum setting recorded in the run's last checkpoint (``alpha``, ``band_k``)."""
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        return None
+    return json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))["config"].get(key)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Plot GenEnv co-evolution runs.")
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (holding metrics.jsonl)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUN_DIR/plots)")
+    args = parser.parse_args(argv)
+    out = args.out or (args.runs[0] / "plots")
+    alpha, band_k = _run_setting(args.runs[0], "alpha"), _run_setting(args.runs[0], "band_k")
+    for path in plot_runs(args.runs, out, alpha, band_k):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

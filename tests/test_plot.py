@@ -1,0 +1,37 @@
+import json
+
+import pytest
+
+from genenv.plot import PANELS, main
+
+
+def _run(path, curriculum, p_hats):
+    path.mkdir()
+    lines = [
+        {
+            "epoch": e,
+            "curriculum": curriculum,
+            "p_hat": p,
+            "r_env": 0.5,
+            "validation": {"score": 0.1 * e},
+            "task_length_tokens": 40 + e,
+            "simulator": {"kl": 0.01 * e},
+        }
+        for e, p in enumerate(p_hats)
+    ]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_plots_one_png_per_panel_for_several_runs(tmp_path, capsys):
+    runs = [_run(tmp_path / "g", "genenv", [0.1, 0.4, 0.5]), _run(tmp_path / "r", "random", [0.1, None, 0.2])]
+    main([str(r) for r in runs] + ["--out", str(tmp_path / "plots")])
+    written = capsys.readouterr().out.split()
+    assert [p.rsplit("/", 1)[-1] for p in written] == [f"{name}.png" for name in PANELS]
+    assert all((tmp_path / "plots" / f"{name}.png").stat().st_size > 5000 for name in PANELS)
+
+
+def test_run_without_metrics_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="no metrics.jsonl"):
+        main([str(tmp_path / "empty")])
