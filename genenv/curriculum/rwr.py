@@ -456,23 +456,11 @@ class RWRTrainer:
 
         NaN when no example has a completion.
         """
-        encoded, _ = self._encode(examples, weighted=False)
         total = count = 0.0
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            size = batch_size or self.config.batch_size
-            for begin in range(0, len(encoded), size):
-                items = encoded[begin : begin + size]
-                batch = self._collate(items, [1.0] * len(items))
-                mask = (batch.targets != -100).float()
-                logp = self._logprobs(batch)
-                ref_logp = self._logprobs(batch, reference=True)
-                n = mask.sum().item()
-                total += self._token_kl(logp, ref_logp, mask).item() * n
-                count += n
-        finally:
-            self.model.train(was_training)
+        for _, batch, mask in self._eval_batches(examples, batch_size):
+            n = mask.sum().item()
+            total += self._token_kl(self._logprobs(batch), self._logprobs(batch, reference=True), mask).item() * n
+            count += n
         return total / count if count else math.nan
 
     @torch.no_grad()
@@ -483,8 +471,16 @@ class RWRTrainer:
 
         NaN for examples skipped for an empty completion; same order as ``examples``.
         """
-        encoded, _ = self._encode(examples, weighted=False)
         result = [math.nan] * len(examples)
+        for items, batch, mask in self._eval_batches(examples, batch_size):
+            nll = self._example_nll(self._logprobs(batch, reference=reference), batch.targets, mask)
+            for it, value in zip(items, nll.tolist(), strict=True):
+                result[it.index] = value
+        return result
+
+    def _eval_batches(self, examples: list[dict[str, Any]], batch_size: int | None):
+        """Unweighted batches of ``examples`` in eval mode: (items, batch, completion mask) each."""
+        encoded, _ = self._encode(examples, weighted=False)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -492,13 +488,9 @@ class RWRTrainer:
             for begin in range(0, len(encoded), size):
                 items = encoded[begin : begin + size]
                 batch = self._collate(items, [1.0] * len(items))
-                mask = (batch.targets != -100).float()
-                nll = self._example_nll(self._logprobs(batch, reference=reference), batch.targets, mask)
-                for it, value in zip(items, nll.tolist(), strict=True):
-                    result[it.index] = value
+                yield items, batch, (batch.targets != -100).float()
         finally:
             self.model.train(was_training)
-        return result
 
     def lora_state(self) -> dict[str, torch.Tensor]:
         """Detached copies of the trainable (LoRA) parameters, by name."""

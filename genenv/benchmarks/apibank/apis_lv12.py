@@ -216,36 +216,32 @@ def _reminder_pred(content, time):
     return lambda r: r.get("content") == content or r.get("time") == time
 
 
-def delete_reminder(w: World, token, content, time):
+def _find_reminder(w: World, token, content, time, *, write: bool) -> tuple[dict, Any]:
+    """The user's first reminder with this content or time: (database, key); raises when none."""
     _reminder_prelude(content, time)
     username = w.check_token(token)
-    db = w.write("Reminder")
+    db = w.write("Reminder") if write else w.read("Reminder")
     key = _first_match(db, username, _reminder_pred(content, time))
     if key is None:
         raise Exception(f"You have no reminder about {content} or at time : {time}")
+    return db, key
+
+
+def delete_reminder(w: World, token, content, time):
+    db, key = _find_reminder(w, token, content, time, write=True)
     del db[key]
     return "success"
 
 
 def modify_reminder(w: World, token, content, time):
-    _reminder_prelude(content, time)
-    username = w.check_token(token)
-    db = w.write("Reminder")
-    key = _first_match(db, username, _reminder_pred(content, time))
-    if key is None:
-        raise Exception(f"You have no reminder about {content} or at time : {time}")
+    db, key = _find_reminder(w, token, content, time, write=True)
     db[key]["content"] = content
     db[key]["time"] = time
     return "success"
 
 
 def query_reminder(w: World, token, content, time):
-    _reminder_prelude(content, time)
-    username = w.check_token(token)
-    db = w.read("Reminder")
-    key = _first_match(db, username, _reminder_pred(content, time))
-    if key is None:
-        raise Exception(f"You have no reminder about {content} or at time : {time}")
+    db, key = _find_reminder(w, token, content, time, write=False)
     return db[key]
 
 
