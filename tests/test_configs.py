@@ -1,0 +1,33 @@
+"""Every Hydra config composes, and the training configs map onto the documented dataclasses."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from genenv.config import CONFIG_DIR
+from genenv.train import genenv_config
+
+BENCHES = sorted(p.stem for p in (CONFIG_DIR / "bench").glob("*.yaml"))
+MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
+CURRICULA = sorted(p.stem for p in (CONFIG_DIR / "curriculum").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("config_name", ["config", "paper"])
+@pytest.mark.parametrize("bench", BENCHES)
+@pytest.mark.parametrize("curriculum", CURRICULA)
+def test_training_configs_compose(config_name, bench, curriculum):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name, overrides=[f"+bench={bench}", f"curriculum={curriculum}", "model=tiny", "run_dir=/tmp/unused"]
+        )
+    config = genenv_config(cfg)
+    assert config.benchmark == bench and config.curriculum == curriculum and config.agent_model == "tiny"
+    if config_name == "paper":
+        assert (config.epochs, config.tasks_per_epoch, config.alpha, config.lam) == (10, 64, 0.5, 1.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("bench", BENCHES)
+def test_evaluate_config_composes(model, bench):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("evaluate", overrides=[f"+bench={bench}", f"model={model}"])
+    assert cfg.bench.name == bench and cfg.model.name == model and cfg.bench.split
