@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from genenv.coevolution import latest_checkpoint, read_metrics  # noqa: E402
 
@@ -69,6 +70,7 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
         if not plotted:
             ax.text(0.5, 0.5, "no data in these runs", ha="center", va="center", transform=ax.transAxes)
         ax.set(title=title, xlabel="epoch", ylabel=ylabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         if plotted:
             ax.legend(fontsize=8)
