@@ -35,14 +35,21 @@ def generate_chat(
     tools: list[list[dict] | None] | None = None,
     sampling: SamplingConfig | None = None,
     generator_seed: int | None = None,
+    prefixes: list[str] | None = None,
 ) -> list[str]:
-    """Continue every conversation by one assistant message; returns the new texts in order."""
+    """Continue every conversation by one assistant message; returns the new texts in order.
+
+    ``prefixes[i]`` is placed at the start of conversation i's assistant message and generation
+    continues after it (the returned text excludes it).
+    """
     if not conversations:
         return []
     sampling = sampling or SamplingConfig()
     tokenizer, model = policy.tokenizer, policy.model
     tools = tools or [None] * len(conversations)
     prompts = [render_chat(tokenizer, messages, tool) for messages, tool in zip(conversations, tools)]
+    if prefixes:
+        prompts = [prompt + prefix for prompt, prefix in zip(prompts, prefixes, strict=True)]
     batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
     kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
     if sampling.temperature > 0:
@@ -53,4 +60,5 @@ def generate_chat(
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     output = model.generate(**batch, **kwargs)
     new_tokens = output[:, batch["input_ids"].shape[1] :]
-    return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+    texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+    return [text if prefixes else text.strip() for text in texts]

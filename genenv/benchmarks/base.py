@@ -194,6 +194,11 @@ class BenchmarkAdapter(ABC):
         """What the simulator needs to know to write a task of ``family`` (specs, world state)."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
+    def generation_prefix(self, family: str) -> str:
+        """Text the simulator's answer starts with (e.g. the opening of the task JSON), so a small
+        model continues inside the schema; ``""`` for none."""
+        return ""
+
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
         """Up to ``k`` example objects in ``task_schema`` format, drawn from training data."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")

@@ -121,9 +121,11 @@ class Simulator:
         conversation.append({"role": "user", "content": request})
         return conversation
 
-    def generate(self, conversations: list[list[dict[str, Any]]], seed: int | None = None) -> list[str]:
-        """Raw simulator text for each prompt, in one batch."""
-        return generate_chat(self.policy, conversations, None, self.sampling, generator_seed=seed)
+    def generate(
+        self, conversations: list[list[dict[str, Any]]], seed: int | None = None, prefixes: list[str] | None = None
+    ) -> list[str]:
+        """Raw simulator text for each prompt, in one batch (continuing ``prefixes`` when given)."""
+        return generate_chat(self.policy, conversations, None, self.sampling, generator_seed=seed, prefixes=prefixes)
 
     def propose(
         self,
@@ -145,8 +147,12 @@ class Simulator:
             families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
         success = success or {}
         prompts = [self.messages(adapter, family, rng, success.get(family)) for family in families]
-        texts = self.generate(prompts, seed=int(rng.integers(2**31)))
-        return [to_proposal(adapter, family, prompt, text) for family, prompt, text in zip(families, prompts, texts)]
+        prefixes = [adapter.generation_prefix(family) for family in families]
+        texts = self.generate(prompts, seed=int(rng.integers(2**31)), prefixes=prefixes if any(prefixes) else None)
+        return [
+            to_proposal(adapter, family, prompt, prefix + text)
+            for family, prompt, prefix, text in zip(families, prompts, prefixes, texts)
+        ]
 
 
 def to_proposal(adapter: BenchmarkAdapter, family: str, messages: list[dict[str, Any]], raw: str) -> Proposal:

@@ -628,6 +628,10 @@ class APIBankAdapter(BenchmarkAdapter):
             self._examples = examples
         return self._examples
 
+    def generation_prefix(self, family: str) -> str:
+        """The task JSON opened up to the request text, so the simulator writes the request next."""
+        return '{"api": ' + json.dumps(family) + ', "request": "'
+
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
         examples = self._training_examples()
         same = [e for e in examples if e["api"] == family]
