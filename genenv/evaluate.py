@@ -1,6 +1,6 @@
 """Evaluate an agent on a benchmark with its official metric.
 
-    python -m genenv.evaluate +bench=apibank [split=level-1] [limit=N] [model=tiny]
+    python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny]
 
 Writes ``results.json`` (metrics, per-family success, every episode) and ``results.md`` (a
 table) into the Hydra run folder and prints where they are.
@@ -87,7 +87,7 @@ def main(cfg: DictConfig) -> None:
 
     adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg))
     split = cfg.split or bench.split
-    tasks = adapter.load_tasks(split)
+    tasks = adapter.load_tasks(split)[:: int(cfg.stride)]
     if cfg.limit:
         tasks = tasks[: int(cfg.limit)]
     policy = load_policy(cfg.model.name)
