@@ -103,7 +103,7 @@ class GenEnvConfig:
     agent_model: str = "smollm2"
     simulator_model: str = "smollm2"
     simulator_batch_size: int = 4
-    simulator_max_new_tokens: int = 160
+    simulator_max_new_tokens: int = 256
     simulator_temperature: float = 0.8
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)

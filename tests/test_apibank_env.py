@@ -27,9 +27,8 @@ class ScriptedSimulator(Simulator):
         super().__init__(policy=None, batch_size=len(replies))
         self.replies = replies
 
-    def generate(self, conversations, seed=None, prefixes=None):
-        prefixes = prefixes or [""] * len(conversations)
-        return [r[len(p) :] if r.startswith(p) else r for r, p in zip(self.replies, prefixes)]
+    def generate(self, conversations, seed=None, schemas=None):
+        return self.replies[: len(conversations)]
 
     def propose(self, adapter, *, rng, n=None, families=None, success=None):
         return super().propose(adapter, rng=rng, families=["Calculator"] * len(self.replies), success=success)

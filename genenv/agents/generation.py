@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +36,12 @@ def generate_chat(
     tools: list[list[dict] | None] | None = None,
     sampling: SamplingConfig | None = None,
     generator_seed: int | None = None,
-    prefixes: list[str] | None = None,
+    allowed_tokens: Callable[[int, Any], list[int]] | None = None,
 ) -> list[str]:
     """Continue every conversation by one assistant message; returns the new texts in order.
 
-    ``prefixes[i]`` is placed at the start of conversation i's assistant message and generation
-    continues after it (the returned text excludes it).
+    ``allowed_tokens`` is a ``prefix_allowed_tokens_fn`` constraining each row (see
+    :mod:`genenv.agents.constrained`).
     """
     if not conversations:
         return []
@@ -48,10 +49,10 @@ def generate_chat(
     tokenizer, model = policy.tokenizer, policy.model
     tools = tools or [None] * len(conversations)
     prompts = [render_chat(tokenizer, messages, tool) for messages, tool in zip(conversations, tools)]
-    if prefixes:
-        prompts = [prompt + prefix for prompt, prefix in zip(prompts, prefixes, strict=True)]
     batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
     kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
+    if allowed_tokens is not None:
+        kwargs["prefix_allowed_tokens_fn"] = allowed_tokens
     if sampling.temperature > 0:
         kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
         if generator_seed is not None:
@@ -60,5 +61,4 @@ def generate_chat(
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     output = model.generate(**batch, **kwargs)
     new_tokens = output[:, batch["input_ids"].shape[1] :]
-    texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-    return [text if prefixes else text.strip() for text in texts]
+    return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]

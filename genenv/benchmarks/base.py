@@ -194,10 +194,11 @@ class BenchmarkAdapter(ABC):
         """What the simulator needs to know to write a task of ``family`` (specs, world state)."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
-    def generation_prefix(self, family: str) -> str:
-        """Text the simulator's answer starts with (e.g. the opening of the task JSON), so a small
-        model continues inside the schema; ``""`` for none."""
-        return ""
+    def generation_schema(self, family: str) -> dict[str, Any] | None:
+        """A JSON schema the simulator's answer for ``family`` is constrained to while it is
+        generated (e.g. ``task_schema`` with that family's exact argument names and types), or
+        ``None`` to generate unconstrained."""
+        return None
 
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
         """Up to ``k`` example objects in ``task_schema`` format, drawn from training data."""

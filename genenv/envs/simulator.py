@@ -76,6 +76,8 @@ class Simulator:
         sampling: decoding settings; sampling (temperature > 0) keeps proposals diverse.
         num_examples: worked examples shown per prompt.
         alpha: the target success rate quoted in the prompt.
+        constrained: keep each answer inside ``adapter.generation_schema(family)`` while it is
+            generated (JSON-schema-constrained decoding), when the adapter provides schemas.
     """
 
     def __init__(
@@ -86,12 +88,14 @@ class Simulator:
         sampling: SamplingConfig | None = None,
         num_examples: int = 2,
         alpha: float = 0.5,
+        constrained: bool = True,
     ) -> None:
         self._policy = policy
         self.batch_size = batch_size
         self.sampling = sampling or SamplingConfig(max_new_tokens=256, temperature=0.8, top_p=0.95)
         self.num_examples = num_examples
         self.alpha = alpha
+        self.constrained = constrained
 
     @property
     def policy(self) -> Any:
@@ -122,10 +126,20 @@ class Simulator:
         return conversation
 
     def generate(
-        self, conversations: list[list[dict[str, Any]]], seed: int | None = None, prefixes: list[str] | None = None
+        self,
+        conversations: list[list[dict[str, Any]]],
+        seed: int | None = None,
+        schemas: list[dict[str, Any]] | None = None,
     ) -> list[str]:
-        """Raw simulator text for each prompt, in one batch (continuing ``prefixes`` when given)."""
-        return generate_chat(self.policy, conversations, None, self.sampling, generator_seed=seed, prefixes=prefixes)
+        """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
+        allowed = None
+        if schemas is not None:
+            from genenv.agents.constrained import json_schema_constraint
+
+            allowed = json_schema_constraint(self.policy.tokenizer, schemas)
+        return generate_chat(
+            self.policy, conversations, None, self.sampling, generator_seed=seed, allowed_tokens=allowed
+        )
 
     def propose(
         self,
@@ -147,12 +161,10 @@ class Simulator:
             families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
         success = success or {}
         prompts = [self.messages(adapter, family, rng, success.get(family)) for family in families]
-        prefixes = [adapter.generation_prefix(family) for family in families]
-        texts = self.generate(prompts, seed=int(rng.integers(2**31)), prefixes=prefixes if any(prefixes) else None)
-        return [
-            to_proposal(adapter, family, prompt, prefix + text)
-            for family, prompt, prefix, text in zip(families, prompts, prefixes, texts)
-        ]
+        schemas = [adapter.generation_schema(family) for family in families] if self.constrained else []
+        constrained = bool(schemas) and all(schema is not None for schema in schemas)
+        texts = self.generate(prompts, seed=int(rng.integers(2**31)), schemas=schemas if constrained else None)
+        return [to_proposal(adapter, family, prompt, text) for family, prompt, text in zip(families, prompts, texts)]
 
 
 def to_proposal(adapter: BenchmarkAdapter, family: str, messages: list[dict[str, Any]], raw: str) -> Proposal:

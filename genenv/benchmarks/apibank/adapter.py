@@ -628,9 +628,29 @@ class APIBankAdapter(BenchmarkAdapter):
             self._examples = examples
         return self._examples
 
-    def generation_prefix(self, family: str) -> str:
-        """The task JSON opened up to the request text, so the simulator writes the request next."""
-        return '{"api": ' + json.dumps(family) + ', "request": "'
+    def generation_schema(self, family: str) -> dict[str, Any]:
+        """``task_schema`` narrowed to ``family``: its name, and its exact argument names and types."""
+        parameters = copy.deepcopy(self.tool_schema(family)["function"]["parameters"])
+        for prop in parameters["properties"].values():
+            prop.pop("description", None)
+            if prop["type"] == "string":
+                prop["maxLength"] = 64  # every API-Bank value is short; bounded strings always close
+        parameters["additionalProperties"] = False
+        return {
+            "type": "object",
+            "properties": {
+                "api": {"type": "string", "enum": [family]},
+                "request": {"type": "string", "minLength": 8, "maxLength": 200},
+                "gold_call": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "enum": [family]}, "arguments": parameters},
+                    "required": ["name", "arguments"],
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["api", "request", "gold_call"],
+            "additionalProperties": False,
+        }
 
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
         examples = self._training_examples()

@@ -1,0 +1,42 @@
+"""JSON-schema-constrained generation with lm-format-enforcer (for the simulator's task JSON).
+
+``prefix_allowed_tokens_fn`` for ``model.generate`` that keeps every sequence of a batch inside its
+own JSON schema (insignificant whitespace between tokens stays allowed, so budget enough new
+tokens). lm-format-enforcer 0.11 imports ``PreTrainedTokenizerBase`` from
+``transformers.tokenization_utils``, a module transformers 5 removed; it is aliased to the module
+that holds the class now before the integration is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import transformers.tokenization_utils_base as _tokenization_utils_base
+
+sys.modules.setdefault("transformers.tokenization_utils", _tokenization_utils_base)
+
+from lmformatenforcer import JsonSchemaParser  # noqa: E402
+from lmformatenforcer.integrations.transformers import (  # noqa: E402
+    build_token_enforcer_tokenizer_data,
+    build_transformers_prefix_allowed_tokens_fn,
+)
+
+
+@lru_cache(maxsize=4)
+def _tokenizer_data(tokenizer: Any) -> Any:
+    """The per-tokenizer vocabulary tree (a pass over the vocabulary: built once per tokenizer)."""
+    return build_token_enforcer_tokenizer_data(tokenizer)
+
+
+def json_schema_constraint(tokenizer: Any, schemas: list[dict[str, Any]]) -> Callable[[int, Any], list[int]]:
+    """``prefix_allowed_tokens_fn`` constraining batch row ``i`` to ``schemas[i]``."""
+    data = _tokenizer_data(tokenizer)
+    row_functions = [build_transformers_prefix_allowed_tokens_fn(data, JsonSchemaParser(schema)) for schema in schemas]
+
+    def allowed_tokens(batch_id: int, input_ids: Any) -> list[int]:
+        return row_functions[batch_id](batch_id, input_ids)
+
+    return allowed_tokens
