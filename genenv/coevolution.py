@@ -316,7 +316,6 @@ class CoEvolutionTrainer:
             batch_size=8,
             max_turns=self.config.agent.max_turns,
             seed=self.config.seed,
-            progress=False,
         )
         return summary["metrics"]
 

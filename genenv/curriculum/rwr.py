@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from genenv.agents.generation import render_chat
 from genenv.agents.models import Policy
@@ -375,11 +376,14 @@ class RWRTrainer:
         capped = cfg.max_kl is not None and math.isfinite(cfg.max_kl)
         # The reference forward is needed for the penalty or the cap; without either, KL is not measured.
         with_reference = capped or cfg.kl_coef > 0
+        steps_planned = cfg.epochs * math.ceil(len(encoded) / cfg.batch_size)
+        bar = tqdm(total=steps_planned, desc="simulator RWR", unit="step", leave=False)
         try:
             for epoch in range(cfg.epochs):
                 order = np.random.default_rng([cfg.seed, self.updates, epoch]).permutation(len(encoded))
                 for begin in range(0, len(order), cfg.batch_size):
                     chosen = order[begin : begin + cfg.batch_size]
+                    bar.update(1)
                     batch = self._collate([encoded[i] for i in chosen], [float(weights[i]) for i in chosen])
                     mask = (batch.targets != -100).float()
 
@@ -438,6 +442,7 @@ class RWRTrainer:
                     stats.steps += 1
                     stats.kl = kl_after
         finally:
+            bar.close()
             self.optimizer.zero_grad(set_to_none=True)
             self.model.eval()
             self.updates += 1
