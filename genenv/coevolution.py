@@ -232,16 +232,16 @@ class CoEvolutionTrainer:
     # -- tasks ------------------------------------------------------------------------------
     def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal]]:
         """This epoch's fresh tasks and every proposal written for them."""
-        if self.config.curriculum == "static":
+        if self.config.curriculum == "static":  # one pool, generated before training; same budget per epoch
+            proposals: list[Proposal] = []
             if epoch == 0:
                 size = self.config.static_pool_size or self.config.tasks_per_epoch * self.config.epochs
-                return self._generate(size, conditioned=False)
-            unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
-            pool = [Task.from_dict(task) for task in unique.values()]
-            picks = (
-                self.rng.choice(len(pool), min(self.config.tasks_per_epoch, len(pool)), replace=False) if pool else []
-            )
-            return [pool[int(i)] for i in picks], []
+                pool, proposals = self._generate(size, conditioned=False)
+            else:
+                unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
+                pool = [Task.from_dict(task) for task in unique.values()]
+            picks = self.rng.permutation(len(pool))[: self.config.tasks_per_epoch]
+            return [pool[int(i)] for i in picks], proposals
         return self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
 
     def _generate(self, wanted: int, *, conditioned: bool) -> tuple[list[Task], list[Proposal]]:

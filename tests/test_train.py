@@ -85,13 +85,15 @@ def test_generated_tasks_train_both_policies_and_kl_cap_stops(tmp_path, caplog):
 
 @pytest.mark.parametrize("curriculum", ["random", "static"])
 def test_ablations_never_update_the_simulator(tmp_path, curriculum):
-    trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, static_pool_size=2))
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=2))
     assert trainer.simulator_trainer is None
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK)] * 2)
+    other = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}})
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(other)])
     history = trainer.train()
     assert all(m["simulator"] == {} for m in history)
-    if curriculum == "static":  # generated once, then drawn from the fixed pool
-        assert history[0]["proposals"] == 2 and history[1]["proposals"] == 0 and history[1]["fresh_tasks"] == 1
+    assert all(m["fresh_tasks"] == 1 for m in history)  # the same agent budget per epoch in every curriculum
+    if curriculum == "static":  # a pool of 2 generated once, then drawn from
+        assert history[0]["proposals"] == 2 and history[1]["proposals"] == 0
 
 
 def _train_command(run_dir: Path, *extra: str) -> list[str]:
