@@ -59,8 +59,8 @@ def evaluate(
     return summary, episodes
 
 
-def episode_record(adapter: BenchmarkAdapter, episode: Episode) -> dict[str, Any]:
-    """A JSON-ready account of one episode."""
+def episode_summary(adapter: BenchmarkAdapter, episode: Episode) -> dict[str, Any]:
+    """A JSON-ready summary of one episode for ``results.json`` (actions, errors, score breakdown)."""
     return {
         "task_id": episode.task.task_id,
         "family": adapter.family(episode.task),
@@ -104,7 +104,7 @@ def main(cfg: DictConfig) -> None:
         "n_tasks": len(tasks),
         **summary,
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "episodes": [episode_record(adapter, episode) for episode in episodes],
+        "episodes": [episode_summary(adapter, episode) for episode in episodes],
     }
     (out / "results.json").write_text(json.dumps(result, indent=1, default=str))
     title = f"{bench.name} {split}, model {cfg.model.name}, {len(tasks)} tasks"

@@ -64,8 +64,8 @@ import torch
 
 from genenv.agents.agent import Agent, Episode
 from genenv.agents.generation import render_chat
-from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, Trajectory
-from genenv.envs.tool_env import ToolEnv, render_prompt
+from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.envs.tool_env import ToolEnv, render_prompt, score_episode
 
 if TYPE_CHECKING:
     from genenv.agents.models import Policy
@@ -274,15 +274,6 @@ def render_chat_plain(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
     return tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False)
 
 
-def _score(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory) -> Score:
-    """The adapter's score, as ToolEnv computes it (a scoring error is a failure, with the reason kept)."""
-    try:
-        return adapter.score(task, trajectory)
-    except Exception as error:  # same policy as ToolEnv._score
-        logger.exception("adapter %s failed to score task %s", adapter.name, task.task_id)
-        return Score(0.0, {"error": f"scoring failed: {error}"})
-
-
 def play_episodes(
     adapter: BenchmarkAdapter,
     tasks: Sequence[Task],
@@ -349,7 +340,7 @@ def play_episodes(
             env_ids = ([] if ids and ids[-1] in eos else [eos[0]]) + suffix([envs[i].messages[-1]])
             if len(completion[i]) + len(env_ids) >= max_completion_length:
                 # No room for the tool output plus one more token: the episode ends here, truncated.
-                score = _score(adapter, envs[i].task, envs[i].trajectory)
+                score = score_episode(adapter, envs[i].task, envs[i].trajectory)
                 rewards[i], truncated[i] = score.value, True
                 infos[i] = {
                     **info,

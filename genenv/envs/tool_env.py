@@ -190,7 +190,7 @@ class ToolEnv(gym.Env[str, str]):
         reward, score = 0.0, None
         if terminated or truncated:
             self._done = True
-            score = self._score()
+            score = score_episode(self.adapter, self.task, self.trajectory)
             reward = score.value
         else:
             self.messages.append({"role": "tool", "content": observation})
@@ -245,13 +245,6 @@ class ToolEnv(gym.Env[str, str]):
         cut = len(text) - self.max_observation_chars
         return text[: self.max_observation_chars] + f"\n...[{cut} characters cut]"
 
-    def _score(self) -> Score:
-        try:
-            return self.adapter.score(self.task, self.trajectory)
-        except Exception as error:  # scored as a failure, with the reason kept
-            logger.exception("adapter %s failed to score task %s", self.adapter.name, self.task.task_id)
-            return Score(0.0, {"error": f"scoring failed: {error}"})
-
     def _info(self, *, tools: list | None = None, error: str | None = None, score: Score | None = None) -> dict:
         info: dict[str, Any] = {
             "task": self.task.to_dict() if self.task else None,
@@ -272,6 +265,15 @@ class ToolEnv(gym.Env[str, str]):
         if self.render_mode != "ansi":
             return None
         return "\n".join(f"[{m['role']}] {m['content']}" for m in self.messages)
+
+
+def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory) -> Score:
+    """The adapter's score of an episode; a scoring error scores 0 with the reason kept (and logged)."""
+    try:
+        return adapter.score(task, trajectory)
+    except Exception as error:  # an adapter bug must not kill a training run; it is reported
+        logger.exception("adapter %s failed to score task %s", adapter.name, task.task_id)
+        return Score(0.0, {"error": f"scoring failed: {error}"})
 
 
 def render_prompt(system: str, tools: list[dict[str, Any]], request: str) -> str:
