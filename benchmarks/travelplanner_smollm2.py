@@ -1,10 +1,10 @@
 """TravelPlanner train (45 queries, sole-planning) with the embedded SmolLM2: the six official metrics.
 
-    GENENV_DATA_DIR=../shared/data python benchmarks/travelplanner_smollm2.py [--max-new-tokens 768]
+    GENENV_DATA_DIR=../shared/data python benchmarks/travelplanner_smollm2.py [--reference-rows 5]
     python benchmarks/travelplanner_smollm2.py --results runs/evaluate/<run>/results.json --wall-time 1h02m
 
 Runs ``python -m genenv.evaluate +bench=travelplanner`` (reference information cut to the first
-``bench.options.max_reference_rows`` = 8 rows per section, greedy decoding) and writes the metrics,
+``--reference-rows`` rows per section, greedy decoding) and writes the metrics,
 per-family scores, the failure reasons and a few example answers to
 ``benchmarks/results/travelplanner_smollm2.json``; ``--results`` summarises an existing run instead.
 """
@@ -30,8 +30,9 @@ def summarise(results: dict, command: str, wall_time: str) -> dict:
     failures = Counter(name for e in episodes for name in e["breakdown"].get("failures", {}))
     return {
         "command": command,
-        "what": "embedded SmolLM2-135M-Instruct, sole-planning (reference information in the prompt, cut to 8 rows "
-        "per section), greedy, on the 45 TravelPlanner train queries; official metrics of evaluation/eval.py",
+        "what": "embedded SmolLM2-135M-Instruct, sole-planning (reference information in the prompt, cut to "
+        f"{results['config']['bench']['options']['max_reference_rows']} rows per section), greedy, one answer per "
+        "query, on the 45 TravelPlanner train queries; official metrics of evaluation/eval.py",
         "wall_time": wall_time,
         "benchmark": results["benchmark"],
         "split": results["split"],
@@ -51,10 +52,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, help="summarise this results.json instead of running")
     parser.add_argument("--wall-time", default="", help="wall time of that run (with --results)")
+    parser.add_argument("--reference-rows", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=768)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()
-    overrides = [f"max_new_tokens={args.max_new_tokens}", f"batch_size={args.batch_size}"]
+    overrides = [
+        f"bench.options.max_reference_rows={args.reference_rows}",
+        f"max_new_tokens={args.max_new_tokens}",
+        f"batch_size={args.batch_size}",
+    ]
     command = "python -m genenv.evaluate +bench=travelplanner " + " ".join(overrides)
     if args.results is not None:
         results = json.loads(args.results.read_text())

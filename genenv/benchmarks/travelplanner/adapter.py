@@ -488,7 +488,7 @@ class TravelPlannerAdapter(BenchmarkAdapter):
         return {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 40, "maxLength": 600},
+                "query": {"type": "string", "minLength": 40, "maxLength": 500},
                 "org": {"type": "string", "enum": cities},
                 "dest": {"type": "string", "enum": cities if k == 1 else states},
                 "days": {"type": "integer", "enum": [days]},
