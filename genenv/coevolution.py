@@ -6,8 +6,10 @@ One epoch (:meth:`CoEvolutionTrainer.run_epoch`):
    task family; each output is parsed and validated by the adapter (rejects are kept with a reason);
 2. the agent plays G episodes per task in ``ToolEnv`` and is updated with GRPO (TRL), on the fresh
    tasks plus tasks replayed from its pool D_train (base data + history);
-3. ``p_hat`` = the agent's success on the fresh tasks, ``R_env = exp(-beta (p_hat - alpha)^2)``;
-   batches with ``|p_hat - alpha| > k`` are kept out of the simulator update (still stored);
+3. each fresh task's ``p_hat`` = the agent's success over its G attempts, and the simulator output
+   that wrote it earns ``R_env = exp(-beta (p_hat - alpha)^2)``; tasks with ``|p_hat - alpha| > k``
+   are kept out of the simulator update (still stored); the epoch's ``p_hat`` (all fresh attempts)
+   is what the metrics report against the band;
 4. the simulator is updated by reward-weighted regression (weights ``exp(lambda R_env)``, LoRA,
    KL to its initial weights, hard KL cap);
 5. traces join D_train, generations join D_env; a checkpoint (both policies, optimizer states,
@@ -211,18 +213,21 @@ class CoEvolutionTrainer:
         fresh_episodes = [e for e in episodes if e.task.task_id in fresh_ids]
         p_hat = float(np.mean([e.reward for e in fresh_episodes])) if fresh_episodes else None
         per_family: dict[str, list[float]] = {}
+        per_task: dict[str, list[float]] = {}
         for episode in fresh_episodes:
             per_family.setdefault(self.adapter.family(episode.task), []).append(episode.reward)
+            per_task.setdefault(episode.task.task_id, []).append(episode.reward)
         for family, rewards in per_family.items():
             self.stats.update(family, rewards)
-        r_env = alpha_reward(p_hat, self.config.alpha, self.config.beta) if p_hat is not None else 0.0
-        in_band = p_hat is not None and self.band(p_hat)
+        task_p_hat = {task_id: float(np.mean(rewards)) for task_id, rewards in per_task.items()}
+        task_r_env = {
+            task_id: alpha_reward(p, self.config.alpha, self.config.beta) for task_id, p in task_p_hat.items()
+        }
         if not self.is_main:
             self._checkpoint(epoch, {})  # the agent's weights are saved by every process
             return self._share_metrics(None)
 
-        if proposals:
-            self.tasks.add_proposals(proposals, epoch, r_env, rwr_weight(r_env, self.config.lam), in_band)
+        filtered = self._add_proposals(proposals, epoch, task_p_hat, task_r_env) if proposals else 0
         if episodes:
             self.traces.add_episodes(episodes, epoch, "on_policy")
         simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
@@ -233,14 +238,15 @@ class CoEvolutionTrainer:
             "curriculum": self.config.curriculum,
             "p_hat": p_hat,
             "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(per_family.items())},
-            "r_env": r_env,
-            "in_band": in_band,
+            "p_hat_per_task": sorted(task_p_hat.values()),
+            "r_env": float(np.mean(list(task_r_env.values()))) if task_r_env else 0.0,
+            "in_band": sum(self.band(p) for p in task_p_hat.values()),
             "fresh_tasks": len(fresh),
             "fresh_per_family": _counts(self.adapter.family(task) for task in fresh),
             "replay_tasks": len(replay),
             "proposals": len(proposals),
             "rejects": sum(p.task is None for p in proposals),
-            "filtered": 0 if in_band else sum(p.task is not None for p in proposals),
+            "filtered": filtered,
             "reject_reasons": _reason_counts(proposals),
             "task_length_tokens": _mean_tokens(self.agent_policy.tokenizer, [t.prompt for t in fresh]),
             "agent": agent_metrics,
@@ -257,6 +263,20 @@ class CoEvolutionTrainer:
         self.traces.commit(epoch)
         self.tasks.commit(epoch)
         return self._share_metrics(metrics)
+
+    def _add_proposals(
+        self, proposals: list[Proposal], epoch: int, task_p_hat: dict[str, float], task_r_env: dict[str, float]
+    ) -> int:
+        """Store the epoch's simulator outputs in D_env, each rewarded by the success of the agent's G attempts
+        on its task; returns how many valid ones were filtered out of the simulator update. A valid proposal
+        whose task was not played (beyond the epoch's quota) has no p_hat: it is stored as filtered with
+        R_env 0, like one outside the band."""
+        task_ids = [p.task.task_id if p.task is not None else None for p in proposals]
+        r_env = [task_r_env.get(task_id, 0.0) for task_id in task_ids]
+        kept = [task_id in task_p_hat and self.band(task_p_hat[task_id]) for task_id in task_ids]
+        weights = [rwr_weight(r, self.config.lam) for r in r_env]
+        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept)
+        return sum(record["status"] == "filtered" for record in records)
 
     # -- several processes ------------------------------------------------------------------
     def _share_tasks(self, fresh: list[Task], replay: list[Task]) -> tuple[list[Task], list[Task]]:

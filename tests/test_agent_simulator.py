@@ -58,7 +58,7 @@ def test_proposals_parsed_validated_and_rejects_kept():
 
 def test_simulator_prompt_carries_schema_examples_and_difficulty(tiny_policy):
     simulator = Simulator(tiny_policy, batch_size=3, sampling=SamplingConfig(max_new_tokens=12, temperature=1.0))
-    messages = simulator.messages(ToyAdapter(), "small", np.random.default_rng(0), success=0.9)
+    messages = simulator.messages(ToyAdapter(), "small", np.random.default_rng(0), success={"small": 0.9})
     assert '"a"' in messages[0]["content"] and messages[-1]["content"].endswith(
         "Write one new task of kind 'small' as JSON."
     )

@@ -1,6 +1,7 @@
 """The co-evolution loop end to end with the tiny model: epochs, pools, checkpoints, resume, ablations."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -13,6 +14,8 @@ from conftest import REPO, data_dir
 from test_apibank_env import CALCULATOR_TASK, ScriptedSimulator
 
 from genenv.agents.grpo import GRPOAgentConfig
+from genenv.agents.rollout import Episode
+from genenv.benchmarks.base import Trajectory
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
 from genenv.curriculum import RWRConfig
 from genenv.pools import TaskPool, TracePool
@@ -88,6 +91,36 @@ def test_generated_tasks_train_both_policies_and_kl_cap_stops(tmp_path, caplog):
     assert "p_hat_per_family/Calculator" in events.Tags()["scalars"]
     accepted = TaskPool(tmp_path / "pools").records(status="accepted")
     assert len(accepted) == 1 and accepted[0]["weight"] == pytest.approx(2.718281828 ** metrics["r_env"])
+
+
+def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
+    """R_env and the band are per task (the G attempts on it): one task in the band, one outside."""
+    config = tiny_config(tmp_path, epochs=1, replay_tasks=0, validation_split=None, base_split=None)
+    trainer = CoEvolutionTrainer(config)
+    hard = dict(
+        CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
+    )
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard), "{broken"])
+    scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}  # rewards of the G = 2 attempts, by question
+
+    def train(tasks):
+        trainer.agent_trainer.episodes = [
+            Episode(task, Trajectory(), reward, [], [])
+            for task in tasks
+            for reward in next(r for q, r in scripted.items() if q in task.prompt)
+        ]
+        return {"episodes": len(trainer.agent_trainer.episodes)}
+
+    trainer.agent_trainer.train = train
+    (metrics,) = trainer.train()
+    assert metrics["p_hat"] == pytest.approx(0.25) and metrics["p_hat_per_task"] == [0.0, 0.5]
+    assert metrics["in_band"] == 1 and metrics["filtered"] == 1 and metrics["rejects"] == 1
+    assert metrics["r_env"] == pytest.approx((1.0 + math.exp(-10 * 0.25)) / 2)
+    records = {r["raw"]: r for r in TaskPool(tmp_path / "pools").records()}
+    kept, outside = records[json.dumps(CALCULATOR_TASK)], records[json.dumps(hard)]
+    assert kept["status"] == "accepted" and kept["r_env"] == 1.0 and kept["weight"] == pytest.approx(math.e)
+    assert outside["status"] == "filtered" and outside["r_env"] == pytest.approx(math.exp(-2.5))
+    assert metrics["simulator"]["examples"] == 1  # only the task in the band trains the simulator
 
 
 @pytest.mark.parametrize("curriculum", ["random", "static"])

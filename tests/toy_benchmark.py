@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory
@@ -63,7 +64,7 @@ class ToyAdapter(BenchmarkAdapter):
     def families(self) -> list[str]:
         return ["small", "large"]
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         return "Tasks ask for the sum of two integers a and b."
 
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:

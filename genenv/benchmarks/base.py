@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -190,8 +191,11 @@ class BenchmarkAdapter(ABC):
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
     # ``rng`` below is a ``numpy.random.Generator`` (what Gymnasium's ``np_random`` is).
-    def generation_context(self, family: str, rng: Any) -> str:
-        """What the simulator needs to know to write a task of ``family`` (specs, world state)."""
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
+        """What the simulator needs to know to write a task of ``family`` (specs, world state).
+
+        ``success`` maps every family seen so far to the agent's recent success rate; an adapter
+        whose families are levels of one task kind may quote the neighbouring levels' rates."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
     def generation_schema(self, family: str) -> dict[str, Any] | None:

@@ -48,6 +48,7 @@ import json
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib.metadata import version
 from typing import Any, ClassVar
@@ -362,7 +363,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         requested = int(level)
         return name, requested, [lv for lv in self.levels[name] if abs(lv - requested) <= 1]
 
-    def generation_context(self, family: str, rng: Any, success: dict[str, float] | None = None) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         """The family, what each configured level means (settings, an example question) and, given
         ``success`` (family key -> the agent's recent success), the agent's success per level."""
         name, requested, allowed = self._requested(family)

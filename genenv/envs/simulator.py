@@ -11,6 +11,7 @@ their reason, so nothing is lost.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +107,13 @@ class Simulator:
         return self._policy
 
     def messages(
-        self, adapter: BenchmarkAdapter, family: str, rng: np.random.Generator, success: float | None = None
+        self,
+        adapter: BenchmarkAdapter,
+        family: str,
+        rng: np.random.Generator,
+        success: Mapping[str, float] | None = None,
     ) -> list[dict[str, Any]]:
-        """The chat prompt asking for one task of ``family``."""
+        """The chat prompt asking for one task of ``family``; ``success`` maps family -> the agent's recent success."""
         system = (
             f"You are an environment simulator for the {adapter.name} benchmark. You write new tasks "
             "for an AI agent. Answer with exactly one JSON object matching this schema, nothing else:\n"
@@ -119,7 +124,8 @@ class Simulator:
             conversation.append({"role": "user", "content": "Write one new task as JSON."})
             conversation.append({"role": "assistant", "content": json.dumps(example, ensure_ascii=False)})
         request = (
-            f"{adapter.generation_context(family, rng)}\n\n{difficulty_instruction(success, self.alpha)}\n"
+            f"{adapter.generation_context(family, rng, success)}\n\n"
+            f"{difficulty_instruction((success or {}).get(family), self.alpha)}\n"
             f"Write one new task of kind '{family}' as JSON."
         )
         conversation.append({"role": "user", "content": request})
@@ -159,8 +165,7 @@ class Simulator:
         if families is None:
             choices = adapter.families()
             families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
-        success = success or {}
-        prompts = [self.messages(adapter, family, rng, success.get(family)) for family in families]
+        prompts = [self.messages(adapter, family, rng, success) for family in families]
         schemas = [adapter.generation_schema(family) for family in families] if self.constrained else []
         constrained = bool(schemas) and all(schema is not None for schema in schemas)
         texts = self.generate(prompts, seed=int(rng.integers(2**31)), schemas=schemas if constrained else None)

@@ -39,6 +39,7 @@ import hashlib
 import logging
 import os
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -383,7 +384,7 @@ class ALFWorldAdapter(BenchmarkAdapter):
             self._family_games[family] = [t for t in trials if self._scene(t).candidates(family)[0]]
         return self._family_games[family]
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         if family not in TASK_TYPES:
             raise ValueError(f"unknown task type {family!r}; choose from {', '.join(TASK_TYPES)}")
         games = self._games_for(family)

@@ -75,6 +75,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -582,7 +583,7 @@ class APIBankAdapter(BenchmarkAdapter):
     def families(self) -> list[str]:
         return sorted(n for n in LV12_IMPLS if n not in NOT_GENERATED and n in self.data.lv12_specs)
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         spec = self.data.lv12_specs.get(family)
         if spec is None or family not in self.families():
             raise ValueError(f"unknown or non-generatable API {family!r}")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -281,7 +282,7 @@ class BamboogleAdapter(BenchmarkAdapter):
     def families(self) -> list[str]:
         return list(GENERATED_FAMILIES)
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         if family not in FAMILY_HINTS:
             raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILY_HINTS)}")
         topic = TOPICS[int(rng.integers(len(TOPICS)))]

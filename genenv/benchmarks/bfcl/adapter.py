@@ -51,6 +51,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -306,7 +307,7 @@ class BFCLAdapter(BenchmarkAdapter):
             return [self.category]
         return list(GENERATED_SHAPES)
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         if family not in GENERATED_SHAPES:
             raise ValueError(f"BFCL generates {', '.join(GENERATED_SHAPES)}, not {family!r}")
         (f_min, f_max), (g_min, g_max) = GENERATED_SHAPES[family]

@@ -48,6 +48,7 @@ import ast
 import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, ClassVar
@@ -388,7 +389,7 @@ class TravelPlannerAdapter(BenchmarkAdapter):
             raise ValueError(f"unknown family {family!r}; families are <easy|medium|hard>-<3|5|7>day")
         return level, int(days[0])
 
-    def generation_context(self, family: str, rng: Any) -> str:
+    def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         level, days = self._family_parts(family)
         for _ in range(50):
             scenario = self._scenario(level, days, rng)
