@@ -6,10 +6,9 @@
 Single-turn categories: ``--per-category`` entries spread evenly over each category, one response each
 (``max_turns=1``: BFCL scores the first response), greedy, through ``genenv.evaluate.evaluate``.
 Multi-turn categories: ``--multi-turn`` entries each, up to ``--multi-turn-max-turns`` agent messages
-per episode. ToolEnv ends an episode at the first plain-text answer, so the user's later turns are
-delivered here by :class:`FollowUpToolEnv`, a stand-in for the adapter follow-up hook proposed for
-ToolEnv (``adapter.next_user_message``). Writes ``benchmarks/results/bfcl_smollm2.json``: accuracy and
-error types per category, the leaderboard group scores over the subset, and timings.
+per episode (ToolEnv answers each plain-text answer with the user's next turn, ``adapter.next_user_message``).
+Writes ``benchmarks/results/bfcl_smollm2.json``: accuracy and error types per category, the leaderboard
+group scores over the subset, and timings.
 """
 
 from __future__ import annotations
@@ -25,35 +24,13 @@ from typing import Any
 from genenv.agents.agent import Agent
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
-from genenv.benchmarks.base import Score, Task, Turn
+from genenv.benchmarks.base import Score, Task
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
-from genenv.envs.tool_env import ToolEnv
 from genenv.evaluate import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"
 ALL_CATEGORIES = ",".join(AST_NON_LIVE + AST_LIVE + RELEVANCE + MULTI_TURN)
-
-
-class FollowUpToolEnv(ToolEnv):
-    """ToolEnv whose plain-text answers get the user's next message when the adapter has one."""
-
-    def _act(self, action: Any, turn: Turn) -> tuple[str, bool]:
-        observation, terminated = super()._act(action, turn)
-        self._follow_up = False
-        if terminated and not turn.calls and turn.error is None:
-            message = self.adapter.next_user_message(self._state, self.trajectory.final_answer or "")
-            if message is not None:
-                self.trajectory.final_answer = None
-                self._follow_up = True
-                return message, False
-        return observation, terminated
-
-    def step(self, action: str):
-        result = super().step(action)
-        if getattr(self, "_follow_up", False) and not (result[2] or result[3]):
-            self.messages[-1]["role"] = "user"
-        return result
 
 
 def spread(tasks: list[Task], n: int) -> list[Task]:
@@ -86,14 +63,8 @@ def main() -> None:
         if not tasks:
             continue
         began = time.perf_counter()
-        if multi:
-            episodes = []
-            for i in range(0, len(tasks), args.batch_size):
-                chunk = tasks[i : i + args.batch_size]
-                envs = [FollowUpToolEnv(adapter, tasks=chunk, max_turns=args.multi_turn_max_turns) for _ in chunk]
-                episodes += agent.rollout(envs, chunk, seed=i)
-        else:
-            _, episodes = evaluate(adapter, agent, tasks, batch_size=args.batch_size, max_turns=1, progress=False)
+        max_turns = args.multi_turn_max_turns if multi else 1
+        _, episodes = evaluate(adapter, agent, tasks, batch_size=args.batch_size, max_turns=max_turns, progress=False)
         scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
         all_tasks += tasks
         all_scores += scores

@@ -198,6 +198,29 @@ def test_env_plays_a_category(adapter):
     assert terminated and reward == 0.0
 
 
+@pytest.mark.parametrize("category", MULTI_TURN)
+def test_env_plays_a_multi_turn_conversation(adapter, category):
+    """Through ToolEnv: each plain answer brings the user's next message, the last one ends the episode."""
+    env = gym.make(
+        "GenEnv-BFCL-v0", category=category, task_source="benchmark", data_dir=str(adapter.data_dir), max_turns=200
+    )
+    task = adapter.load_tasks(category)[0]
+    observation, _ = env.reset(seed=0, options={"task": task})
+    steps = multi_turn_candidates(_gold_turns(task))[0][1]
+    for index, turn in enumerate(steps):
+        for text in turn:
+            _, reward, terminated, truncated, _ = env.step(text)
+            assert not (terminated or truncated) and env.unwrapped.messages[-1]["role"] == "tool"
+        observation, reward, terminated, truncated, info = env.step("Done.")
+        last = index == len(steps) - 1
+        assert terminated == last and not truncated
+        if not last:
+            assert env.unwrapped.messages[-1] == {"role": "user", "content": observation} and reward == 0.0
+    assert reward == 1.0, info["score_breakdown"]
+    users = [m["content"] for m in env.unwrapped.messages if m["role"] == "user"]
+    assert users == adapter.start(task).turns and len(users) > 1
+
+
 def test_aggregate_follows_the_leaderboard(adapter):
     accuracy = {c: 0.5 for c in AST_NON_LIVE + AST_LIVE + RELEVANCE + MULTI_TURN}
     accuracy.update(simple_python=1.0, simple_java=0.0, simple_javascript=0.5, live_simple=1.0, irrelevance=0.0)

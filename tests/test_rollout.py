@@ -39,3 +39,38 @@ def test_batched_rollout_equals_one_at_a_time_under_greedy_decoding(lively_polic
         assert [t.error for t in b.trajectory.turns] == ["action_too_long"] * 3
         assert [t.action for t in b.trajectory.turns] == [t.action for t in s.trajectory.turns]
         assert b.messages == s.messages and b.reward == s.reward and b.truncated and s.truncated
+
+
+class ConversationAdapter(ToyAdapter):
+    """The toy task with a second user turn: the first plain answer brings one more request."""
+
+    def start(self, task):
+        return {"calls": 0, "follow_ups": ["Thanks. And what is that plus 1?"]}
+
+    def next_user_message(self, state, answer):
+        return state["follow_ups"].pop() if state["follow_ups"] else None
+
+
+def test_a_follow_up_user_message_continues_the_rollout(lively_policy):
+    from genenv.agents.rollout import play_envs
+
+    tokenizer = lively_policy.tokenizer
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    replies = iter(["It is 3.", "It is 4."])
+
+    def generate(batch):
+        return [tokenizer(next(replies), add_special_tokens=False)["input_ids"] + [eos, eos] for _ in batch], None
+
+    adapter = ConversationAdapter()
+    env = ToolEnv(adapter, tasks=adapter.load_tasks("train")[:1], max_turns=4)
+    env.reset(seed=0)
+    batch = play_envs([env], tokenizer, generate, eos_token_ids=[eos], few_shot=False)
+    (episode,) = batch.episodes
+    assert [m["role"] for m in episode.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert episode.trajectory.final_answer == "It is 4." and len(episode.trajectory.turns) == 2
+    sampled = [tok for tok, m in zip(batch.completion_ids[0], batch.env_mask[0]) if m]
+    from_env = [tok for tok, m in zip(batch.completion_ids[0], batch.env_mask[0]) if not m]
+    assert tokenizer.decode(sampled).count("It is") == 2
+    assert "And what is that plus 1?" in tokenizer.decode(from_env) and "<tool_response>" not in tokenizer.decode(
+        from_env
+    )

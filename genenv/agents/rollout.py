@@ -94,8 +94,9 @@ GenerateFn = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]
 class RolloutBatch:
     """Episodes played together, in TRL's token layout (one row per episode).
 
-    ``env_mask[i][j]`` is 1 where ``completion_ids[i][j]`` was sampled by the model and 0 on tool-response
-    tokens; ``logprobs`` is ``None`` unless the generator returns sampling log-probabilities (vLLM).
+    ``env_mask[i][j]`` is 1 where ``completion_ids[i][j]`` was sampled by the model and 0 on the tokens of tool
+    responses (and of follow-up user messages); ``logprobs`` is ``None`` unless the generator returns sampling
+    log-probabilities (vLLM).
     """
 
     prompt_ids: list[list[int]]
@@ -119,7 +120,8 @@ class RolloutBatch:
 
 class ToolSuffix:
     """Token ids that follow an assistant turn when a ``tool`` message answers it, up to the next assistant
-    header (``\\n<|im_start|>user\\n<tool_response>...<|im_end|>\\n<|im_start|>assistant\\n`` in ChatML).
+    header (``\\n<|im_start|>user\\n<tool_response>...<|im_end|>\\n<|im_start|>assistant\\n`` in ChatML);
+    the same for a ``user`` message (the next turn of a multi-turn conversation).
 
     Computed as TRL's tool loop does: render a dummy conversation ending with an assistant turn, render it
     again with the tool message(s) and the generation prompt, and keep the difference, starting right after

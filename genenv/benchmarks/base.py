@@ -158,6 +158,11 @@ class BenchmarkAdapter(ABC):
         """Benchmark instructions placed before the tool schemas (override to customise)."""
         return "You are a helpful assistant that solves the user's request by calling tools."
 
+    def next_user_message(self, state: Any, answer: str) -> str | None:
+        """The user's next message after the plain-text ``answer`` (multi-turn conversations), or ``None``
+        to end the episode there (the default: one user request per episode)."""
+        return None
+
     # -- scoring ------------------------------------------------------------------------
     @abstractmethod
     def score(self, task: Task, trajectory: Trajectory) -> Score:

@@ -3,8 +3,10 @@
 ``reset()`` draws a task (a real benchmark item, or one the simulator wrote and the adapter
 validated) and returns its prompt; ``step(action_text)`` parses tool calls, executes them through
 the adapter and returns the tool output as the next observation. A plain-text answer, or the
-benchmark's terminal action, ends the episode with the adapter's score as reward. Bad actions
-never raise: they cost a turn, earn 0 and come back with ``info["error"]`` set.
+benchmark's terminal action, ends the episode with the adapter's score as reward, unless the adapter
+has a next user message for it (``next_user_message``: multi-turn conversations such as BFCL's), which
+then comes back as the observation and a ``user`` message. Bad actions never raise: they cost a turn,
+earn 0 and come back with ``info["error"]`` set.
 """
 
 from __future__ import annotations
@@ -186,6 +188,12 @@ class ToolEnv(gym.Env[str, str]):
         self.messages.append({"role": "assistant", "content": turn.action})
 
         observation, terminated = self._act(action, turn)
+        role = "tool"
+        if terminated and not turn.calls and self.trajectory.final_answer is not None:
+            follow_up = self.adapter.next_user_message(self._state, self.trajectory.final_answer)
+            if follow_up is not None:  # a multi-turn conversation: the answer closes one user turn, not the episode
+                self.trajectory.final_answer = None
+                observation, terminated, role = follow_up, False, "user"
         truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
         reward, score = 0.0, None
         if terminated or truncated:
@@ -193,7 +201,7 @@ class ToolEnv(gym.Env[str, str]):
             score = score_episode(self.adapter, self.task, self.trajectory)
             reward = score.value
         else:
-            self.messages.append({"role": "tool", "content": observation})
+            self.messages.append({"role": role, "content": observation})
         return observation, reward, terminated, truncated, self._info(error=turn.error, score=score)
 
     def _act(self, action: Any, turn: Turn) -> tuple[str, bool]:

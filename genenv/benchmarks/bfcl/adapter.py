@@ -36,8 +36,7 @@ functions you can choose from. What about now?"), or ``None`` after the last tur
 groups the actions by user turn, decodes every action like the official runner (actions that do not
 decode, or decode to nothing, are skipped) and runs the official state and response checks on fresh
 instances (``multi_turn_checker``). Fewer answered turns than ground-truth turns fails, like
-upstream's force-terminated entries. (A ToolEnv that does not call ``next_user_message`` ends the
-episode at the first plain answer, so a multi-turn entry then scores 0.)
+upstream's force-terminated entries. ``ToolEnv`` calls ``next_user_message`` on every plain answer.
 
 ``aggregate`` reports accuracy per category and the leaderboard's group scores: ``non_live`` (the
 unweighted mean of simple (itself the mean of Python, Java, JavaScript), multiple, parallel and
