@@ -226,6 +226,22 @@ class BenchmarkAdapter(ABC):
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
 
+def string_tool(name: str, description: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """An OpenAI-style function tool whose parameters (name -> description) are all required strings."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {param: {"type": "string", "description": text} for param, text in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
 # -- data directory ----------------------------------------------------------------------
 
 

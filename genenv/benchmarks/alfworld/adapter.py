@@ -54,6 +54,7 @@ from ..base import (
     register_benchmark,
     require_files,
     resolve_data_dir,
+    string_tool,
 )
 from .engine import EnginePool, GameEngine
 from .games import (
@@ -215,28 +216,14 @@ class ALFWorldAdapter(BenchmarkAdapter):
 
     # -- tools and execution ------------------------------------------------------------
     def tools(self, task: Task) -> list[dict[str, Any]]:
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": TOOL_NAME,
-                    "description": (
-                        "Send one text command to the household game and get what happens, e.g. "
-                        "'go to desk 1', 'open drawer 2', 'take mug 1 from desk 1', 'move mug 1 to shelf 1', "
-                        "'heat mug 1 with microwave 1', 'clean mug 1 with sinkbasin 1', 'cool mug 1 with fridge 1', "
-                        "'use desklamp 1', 'examine mug 1', 'look', 'inventory'. Only admissible commands "
-                        "change anything; any other text gets 'Nothing happens.'"
-                    ),
-                    "parameters": {
-                        "type": "object",
-                        "properties": {
-                            "command": {"type": "string", "description": "one admissible command, exactly as listed"}
-                        },
-                        "required": ["command"],
-                    },
-                },
-            }
-        ]
+        description = (
+            "Send one text command to the household game and get what happens, e.g. "
+            "'go to desk 1', 'open drawer 2', 'take mug 1 from desk 1', 'move mug 1 to shelf 1', "
+            "'heat mug 1 with microwave 1', 'clean mug 1 with sinkbasin 1', 'cool mug 1 with fridge 1', "
+            "'use desklamp 1', 'examine mug 1', 'look', 'inventory'. Only admissible commands "
+            "change anything; any other text gets 'Nothing happens.'"
+        )
+        return [string_tool(TOOL_NAME, description, {"command": "one admissible command, exactly as listed"})]
 
     def system_prompt(self, task: Task) -> str:
         return "\n".join(

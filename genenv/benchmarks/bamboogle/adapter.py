@@ -50,6 +50,7 @@ from ..base import (
     Trajectory,
     register_benchmark,
     require_files,
+    string_tool,
 )
 from .questions import GENERATED_FAMILIES, MAX_QUESTION_CHARS, question_family, two_hop_problems
 from .scoring import cover_exact_match, exact_match, extract_answer, normalize_answer, token_f1
@@ -170,11 +171,11 @@ class BamboogleAdapter(BenchmarkAdapter):
     # -- tools and execution ------------------------------------------------------------
     def tools(self, task: Task) -> list[dict[str, Any]]:
         return [
-            _function(
-                "search", "Search the web; returns the top results for the query.", "query", "what to search for"
+            string_tool(
+                "search", "Search the web; returns the top results for the query.", {"query": "what to search for"}
             ),
-            _function(
-                "answer", "Give the final answer to the question (ends the episode).", "answer", "a short answer"
+            string_tool(
+                "answer", "Give the final answer to the question (ends the episode).", {"answer": "a short answer"}
             ),
         ]
 
@@ -376,19 +377,8 @@ class BamboogleAdapter(BenchmarkAdapter):
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _function(name: str, description: str, param: str, param_description: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {param: {"type": "string", "description": param_description}},
-                "required": [param],
-            },
-        },
-    }
+SEARCH_QUERY = "what to search for"
+SHORT_ANSWER = "a short answer"
 
 
 def _string_argument(arguments: Any, param: str) -> tuple[str, tuple[str, str] | None]:

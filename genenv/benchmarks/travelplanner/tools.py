@@ -17,47 +17,31 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import StepResult, ToolCall
+from ..base import StepResult, ToolCall, string_tool
 from .database import TravelDatabase
 from .reference import render_rows
 
-
-def _schema(name: str, description: str, params: dict[str, str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
-                "required": list(params),
-            },
-        },
-    }
-
-
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    _schema(
+    string_tool(
         "FlightSearch",
         "Flights from one city to another on a date.",
         {"origin": "departure city", "destination": "arrival city", "date": "travel date, YYYY-MM-DD"},
     ),
-    _schema(
+    string_tool(
         "GoogleDistanceMatrix",
         "Distance, duration and cost of driving between two cities.",
         {"origin": "departure city", "destination": "arrival city", "mode": "'self-driving' or 'taxi'"},
     ),
-    _schema("AccommodationSearch", "Accommodations in a city.", {"city": "city name"}),
-    _schema("RestaurantSearch", "Restaurants in a city.", {"city": "city name"}),
-    _schema("AttractionSearch", "Attractions in a city.", {"city": "city name"}),
-    _schema("CitySearch", "Cities of a state.", {"state": "state name"}),
-    _schema(
+    string_tool("AccommodationSearch", "Accommodations in a city.", {"city": "city name"}),
+    string_tool("RestaurantSearch", "Restaurants in a city.", {"city": "city name"}),
+    string_tool("AttractionSearch", "Attractions in a city.", {"city": "city name"}),
+    string_tool("CitySearch", "Cities of a state.", {"state": "state name"}),
+    string_tool(
         "NotebookWrite",
         "Store the latest search result in the notebook under a short description.",
         {"description": "short description, e.g. 'Flights from Rome to Paris on 2022-03-01'"},
     ),
-    _schema(
+    string_tool(
         "Planner",
         "Show the notebook and the query; your next answer must then be the final plan.",
         {"query": "the user's query"},
