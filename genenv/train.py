@@ -26,6 +26,9 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
     bench = require_bench(cfg)
     data_dir = adapter_data_dir(cfg)
     settings: dict[str, Any] = OmegaConf.to_container(cfg.coevolution, resolve=True)
+    agent: dict[str, Any] = OmegaConf.to_container(cfg.agent, resolve=True)
+    if agent.get("max_turns") is None:
+        agent["max_turns"] = bench.max_turns
     return GenEnvConfig(
         benchmark=bench.name,
         data_dir=str(data_dir) if data_dir else None,
@@ -35,7 +38,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         agent_model=cfg.model.name,
         simulator_model=cfg.model.name,
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
-        agent=GRPOAgentConfig(**OmegaConf.to_container(cfg.agent, resolve=True)),
+        agent=GRPOAgentConfig(**agent),
         rwr=RWRConfig(**OmegaConf.to_container(cfg.rwr, resolve=True)),
         **settings,
     )

@@ -23,6 +23,14 @@ def test_training_configs_compose(config_name, bench, curriculum):
     assert config.benchmark == bench and config.curriculum == curriculum and config.agent_model == "tiny"
     if config_name == "paper":
         assert (config.epochs, config.tasks_per_epoch, config.alpha, config.lam) == (10, 64, 0.5, 1.0)
+    else:  # agent.max_turns: null trains with the benchmark's own episode length
+        assert config.agent.max_turns == cfg.bench.max_turns
+
+
+def test_agent_max_turns_override():
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+bench=alfworld", "agent.max_turns=3", "run_dir=/tmp/unused"])
+    assert genenv_config(cfg).agent.max_turns == 3
 
 
 @pytest.mark.parametrize("model", MODELS)
