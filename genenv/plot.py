@@ -1,8 +1,9 @@
 """Plot co-evolution runs: ``python -m genenv.plot RUN_DIR [RUN_DIR ...] [--out DIR]``.
 
-One run: p_hat per epoch against the alpha band, R_env, validation score, mean generated-task
-length (the paper's "curriculum emergence" picture), simulator KL and the mix of generated tasks per level or
-family, one PNG each. Several runs
+One run: p_hat per epoch against the alpha band (with each generated task's own p_hat as dots), R_env,
+the share of generated tasks inside the band, validation score (overall and per group, e.g. level), mean
+generated-task length (the paper's "curriculum emergence" picture), simulator KL and the mix of generated
+tasks per level or family, one PNG each. Several runs
 (e.g. GenEnv vs Random vs Static): the same panels with one line per run, labelled by curriculum.
 """
 
@@ -24,11 +25,20 @@ from genenv.coevolution import latest_checkpoint, read_metrics  # noqa: E402
 #: panel name -> (title, y label, how to read the value from one epoch's metrics)
 PANELS: dict[str, tuple[str, str, Any]] = {
     "p_hat": ("Agent success on generated tasks (p_hat)", "p_hat", lambda m: m.get("p_hat")),
-    "r_env": ("alpha-Curriculum Reward R_env", "R_env", lambda m: m.get("r_env")),
+    "r_env": ("alpha-Curriculum Reward R_env (mean over generated tasks)", "R_env", lambda m: m.get("r_env")),
+    "in_band": ("Generated tasks inside the band", "share of fresh tasks", lambda m: _share_in_band(m)),
     "validation": ("Held-out validation score", "score", lambda m: (m.get("validation") or {}).get("score")),
     "task_length": ("Mean generated task length", "tokens", lambda m: m.get("task_length_tokens")),
     "simulator_kl": ("Simulator KL to its initial policy", "KL", lambda m: (m.get("simulator") or {}).get("kl")),
 }
+
+
+def _share_in_band(metrics: dict[str, Any]) -> float | None:
+    """Share of the epoch's fresh tasks whose own p_hat lies in the band (``None`` for older metrics)."""
+    in_band, fresh = metrics.get("in_band"), metrics.get("fresh_tasks")
+    if isinstance(in_band, bool) or not isinstance(in_band, int) or not fresh:
+        return None
+    return in_band / fresh
 
 
 def load_runs(run_dirs: list[Path]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -56,8 +66,12 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
             points = [(m["epoch"], value(m)) for m in metrics if isinstance(value(m), (int, float))]
             if points:
                 xs, ys = zip(*points)
-                ax.plot(xs, ys, marker="o", label=label)
+                line = ax.plot(xs, ys, marker="o", label=label)[0]
                 plotted = True
+                if name == "p_hat":  # each generated task's own p_hat (its G attempts), what R_env rewards
+                    tasks = [(m["epoch"], p) for m in metrics for p in m.get("p_hat_per_task") or []]
+                    if tasks:
+                        ax.scatter(*zip(*tasks), s=10, alpha=0.35, color=line.get_color())
         if name == "p_hat" and alpha is not None:
             ax.axhline(alpha, color="gray", linestyle="--", linewidth=1, label=f"alpha = {alpha}")
             if band_k is not None:
@@ -81,6 +95,33 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
         plt.close(fig)
         written.append(path)
     return written
+
+
+def plot_validation_groups(run_dirs: list[Path], out: Path) -> Path | None:
+    """One panel per group of the held-out score (``score/<group>`` keys, e.g. per level), one line per run;
+    ``None`` when the validation metrics have no groups."""
+    runs = load_runs(run_dirs)
+    groups = sorted({k for _, metrics in runs for m in metrics for k in (m.get("validation") or {}) if "/" in k})
+    groups = [g for g in groups if g.startswith("score/")]
+    if not groups:
+        return None
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.4), squeeze=False, sharey=True)
+    for ax, group in zip(axes[0], groups):
+        for label, metrics in runs:
+            points = [(m["epoch"], (m.get("validation") or {}).get(group)) for m in metrics]
+            points = [(x, y) for x, y in points if isinstance(y, (int, float))]
+            if points:
+                ax.plot(*zip(*points), marker="o", label=label)
+        ax.set(title=group.split("/", 1)[1], xlabel="epoch", ylabel="held-out score")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle("Held-out score per group")
+    fig.tight_layout()
+    path = out / "validation_groups.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def mix_group(family: str) -> str:
@@ -133,8 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = args.out or (args.runs[0] / "plots")
     alpha, band_k = _run_setting(args.runs[0], "alpha"), _run_setting(args.runs[0], "band_k")
-    for path in [*plot_runs(args.runs, out, alpha, band_k), plot_task_mix(args.runs, out)]:
-        print(path)
+    paths = [*plot_runs(args.runs, out, alpha, band_k), plot_task_mix(args.runs, out)]
+    paths.append(plot_validation_groups(args.runs, out))
+    for path in paths:
+        if path is not None:
+            print(path)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ def _run(path, curriculum, p_hats):
             "curriculum": curriculum,
             "p_hat": p,
             "r_env": 0.5,
-            "validation": {"score": 0.1 * e},
+            "in_band": 1,
+            "fresh_tasks": 4,
+            "p_hat_per_task": [0.0, 0.25, 0.5, 1.0],
+            "validation": {"score": 0.1 * e, "score/level-0": 0.2 * e, "score/level-1": 0.0},
             "task_length_tokens": 40 + e,
             "simulator": {"kl": 0.01 * e},
             "fresh_per_family": {"add@0": 2 - min(e, 2), "add@1": 1 + e, "count": 1},
@@ -28,7 +31,8 @@ def test_plots_one_png_per_panel_for_several_runs(tmp_path, capsys):
     runs = [_run(tmp_path / "g", "genenv", [0.1, 0.4, 0.5]), _run(tmp_path / "r", "random", [0.1, None, 0.2])]
     main([str(r) for r in runs] + ["--out", str(tmp_path / "plots")])
     written = capsys.readouterr().out.split()
-    assert [p.rsplit("/", 1)[-1] for p in written] == [f"{name}.png" for name in PANELS] + ["task_mix.png"]
+    names = [f"{name}.png" for name in PANELS] + ["task_mix.png", "validation_groups.png"]
+    assert [p.rsplit("/", 1)[-1] for p in written] == names
     assert all((tmp_path / "plots" / f"{name}.png").stat().st_size > 5000 for name in PANELS)
 
 
