@@ -4,7 +4,7 @@
 # (tasks_per_epoch x num_generations episodes). The three runs go in parallel (one torch thread each) so that
 # a cut-short experiment still has the same number of epochs for every curriculum.
 #   bash benchmarks/reasoning_gym_curriculum.sh [EPOCHS]
-# Runs go to runs/rg_curriculum/<curriculum>; plots and metrics to benchmarks/results/reasoning_gym_curriculum/.
+# Runs go to runs/rg_curriculum/<curriculum>; plots, metrics and table.md to benchmarks/results/reasoning_gym_curriculum/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-3}
@@ -35,3 +35,4 @@ done
 wait
 .venv/bin/python -m genenv.plot "$OUT/genenv" "$OUT/random" "$OUT/static" --out "$RESULTS"
 for curriculum in genenv random static; do cp "$OUT/$curriculum/metrics.jsonl" "$RESULTS/metrics_$curriculum.jsonl"; done
+.venv/bin/python benchmarks/curriculum_table.py "$OUT/genenv" "$OUT/random" "$OUT/static" > "$RESULTS/table.md"
