@@ -113,7 +113,7 @@ def main() -> None:
     prompts = []
     for task in tasks:
         _, info = env.reset(options={"task": task})
-        prompts.append(render_chat(tokenizer, agent.conversation(env.messages), info["tools"]))
+        prompts.append(render_chat(tokenizer, agent.conversation(env.messages, env.adapter), info["tools"]))
     bare = bare_trl_step_seconds(args.model, prompts, args.steps)
     ours = genenv_step_seconds(args.model, tasks, adapter, args.steps)
     record = {

@@ -31,6 +31,16 @@ def test_agent_conversation_inserts_few_shot_after_system():
     assert Agent(policy=None, few_shot=False).conversation(messages) == messages
 
 
+def test_an_adapter_may_bring_its_own_few_shot_exchanges():
+    class OwnExamples(ToyAdapter):
+        def few_shot_exchanges(self):
+            return [{"role": "user", "content": "What is 1 + 1?"}, {"role": "assistant", "content": "2"}]
+
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    assert Agent(policy=None).conversation(messages, ToyAdapter())[1:-1] == FEW_SHOT_EXCHANGES
+    assert Agent(policy=None).conversation(messages, OwnExamples())[1:-1] == OwnExamples().few_shot_exchanges()
+
+
 def test_extract_json_object():
     assert extract_json_object('Here: ```json\n{"a": 1}\n``` bye') == {"a": 1}
     for bad in ["no json", '{"a": ', "[1, 2]"]:

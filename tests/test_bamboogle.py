@@ -25,6 +25,7 @@ from genenv.benchmarks.bamboogle import (
     two_hop_problems,
 )
 from genenv.benchmarks.base import DataNotFoundError, Task, ToolCall, Trajectory, Turn, get_benchmark
+from genenv.envs.parsing import parse_tool_calls
 from genenv.envs.simulator import Simulator
 
 # A well-formed generated task (facts unrelated to Bamboogle's questions).
@@ -155,6 +156,17 @@ def test_aggregate_reports_em_and_f1(adapter, citibank):
     assert metrics["n"] == 3 and metrics["em"] == pytest.approx(1 / 3) and metrics["score"] == metrics["em"]
     assert metrics["f1"] == pytest.approx(1.8 / 3) and metrics["cover_em"] == pytest.approx(2 / 3)
     assert metrics["answered"] == pytest.approx(2 / 3)
+
+
+def test_few_shot_example_is_a_correct_search_episode(adapter):
+    """The worked example the agent sees plays like a real episode: two search calls, then a scored answer."""
+    exchanges = adapter.few_shot_exchanges()
+    actions = [m["content"] for m in exchanges if m["role"] == "assistant"]
+    calls = [parse_tool_calls(a) for a in actions]
+    assert [[c.name for c in cs] for cs in calls] == [["search"], ["search"], []]
+    task = Task("example", "bamboogle", exchanges[0]["content"], {"answers": ["1964"]}, "test", "benchmark", {})
+    episode = Trajectory(turns=[Turn(action=a, calls=c) for a, c in zip(actions, calls)], final_answer=actions[-1])
+    assert adapter.score(task, episode).value == 1.0
 
 
 def test_execute_checks_calls_and_never_raises(adapter, citibank):

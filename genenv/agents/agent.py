@@ -10,7 +10,7 @@ from typing import Any
 
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.rollout import FEW_SHOT_EXCHANGES, Episode, few_shot_conversation, hf_generator, play_envs
-from genenv.benchmarks.base import Task
+from genenv.benchmarks.base import BenchmarkAdapter, Task
 
 __all__ = ["FEW_SHOT_EXCHANGES", "Agent", "Episode"]
 
@@ -21,7 +21,8 @@ class Agent:
     Args:
         policy: a :class:`~genenv.agents.models.Policy` (model + tokenizer).
         sampling: decoding settings (greedy by default); ``max_new_tokens`` is per turn.
-        few_shot: prepend :data:`FEW_SHOT_EXCHANGES` to every conversation.
+        few_shot: prepend worked exchanges to every conversation: the benchmark's
+            (``adapter.few_shot_exchanges()``), else :data:`FEW_SHOT_EXCHANGES`.
         max_completion_length: token budget of an episode's turns and tool responses (``None``: only the
             env's ``max_turns`` limits an episode).
     """
@@ -38,9 +39,14 @@ class Agent:
         self.few_shot = few_shot
         self.max_completion_length = max_completion_length
 
-    def conversation(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The model's view of an episode: system message, few-shot exchanges, then the episode."""
-        return few_shot_conversation(messages) if self.few_shot else list(messages)
+    def conversation(
+        self, messages: list[dict[str, Any]], adapter: BenchmarkAdapter | None = None
+    ) -> list[dict[str, Any]]:
+        """The model's view of an episode: system message, few-shot exchanges (``adapter``'s own, if it has
+        them), then the episode."""
+        if not self.few_shot:
+            return list(messages)
+        return few_shot_conversation(messages, adapter.few_shot_exchanges() if adapter is not None else None)
 
     def rollout(
         self, envs: list[Any], tasks: list[Task | None] | None = None, seed: int | None = None

@@ -99,8 +99,9 @@ class GRPOAgentConfig:
             episodes of a step are generated in one batched rollout.
         temperature: sampling temperature of the rollouts (GRPO needs diverse samples; 1.0 is TRL's default).
         top_p: nucleus sampling mass of the rollouts.
-        few_shot: show :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES` before the request, exactly as
-            :class:`~genenv.agents.agent.Agent` does at evaluation, so training and evaluation prompts agree.
+        few_shot: show worked exchanges (the benchmark's own, else :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES`)
+            before the request, exactly as :class:`~genenv.agents.agent.Agent` does at evaluation, so training and
+            evaluation prompts agree.
         use_lora: train a LoRA adapter (TRL's ``peft_config``) instead of every weight.
         lora_r: LoRA rank.
         lora_alpha: LoRA scaling numerator.

@@ -65,11 +65,14 @@ FEW_SHOT_EXCHANGES: list[dict[str, Any]] = [
 ]
 
 
-def few_shot_conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model's view of an episode: system message, :data:`FEW_SHOT_EXCHANGES`, then the episode."""
+def few_shot_conversation(
+    messages: list[dict[str, Any]], exchanges: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The model's view of an episode: system message, the worked ``exchanges`` (default
+    :data:`FEW_SHOT_EXCHANGES`), then the episode."""
     if not messages or messages[0]["role"] != "system":
         return list(messages)
-    return [messages[0], *FEW_SHOT_EXCHANGES, *messages[1:]]
+    return [messages[0], *(FEW_SHOT_EXCHANGES if exchanges is None else exchanges), *messages[1:]]
 
 
 @dataclass
@@ -211,7 +214,8 @@ def play_envs(
         if env.task is None:
             raise ValueError("play_envs needs envs that were reset")
         tools.append(env.adapter.tools(env.task))
-        text = render_chat(tokenizer, few_shot_conversation(env.messages) if few_shot else env.messages, tools[-1])
+        messages = few_shot_conversation(env.messages, env.adapter.few_shot_exchanges()) if few_shot else env.messages
+        text = render_chat(tokenizer, messages, tools[-1])
         prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     completion: list[list[int]] = [[] for _ in range(n)]

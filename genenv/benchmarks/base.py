@@ -158,6 +158,12 @@ class BenchmarkAdapter(ABC):
         """Benchmark instructions placed before the tool schemas (override to customise)."""
         return "You are a helpful assistant that solves the user's request by calling tools."
 
+    def few_shot_exchanges(self) -> list[dict[str, Any]] | None:
+        """Worked exchanges (user, assistant, tool messages) the agent sees before each request, in this
+        benchmark's own tools and answer form; ``None``: the generic tool-call exchanges
+        (:data:`genenv.agents.rollout.FEW_SHOT_EXCHANGES`)."""
+        return None
+
     def next_user_message(self, state: Any, answer: str) -> str | None:
         """The user's next message after the plain-text ``answer`` (multi-turn conversations), or ``None``
         to end the episode there (the default: one user request per episode)."""

@@ -213,6 +213,10 @@ class BamboogleAdapter(BenchmarkAdapter):
             )
         return StepResult(observation, output={"query": value})
 
+    def few_shot_exchanges(self) -> list[dict[str, Any]]:
+        """One worked two-hop question (not from Bamboogle): two searches, then the self-ask answer."""
+        return FEW_SHOT_EXCHANGES
+
     def system_prompt(self, task: Task) -> str:
         return "\n".join(
             [
@@ -376,6 +380,30 @@ class BamboogleAdapter(BenchmarkAdapter):
 
 # -- helpers ------------------------------------------------------------------------------
 
+
+def _search_call(query: str) -> str:
+    return "<tool_call>\n" + json.dumps({"name": "search", "arguments": {"query": query}}) + "\n</tool_call>"
+
+
+FEW_SHOT_EXCHANGES: list[dict[str, Any]] = [
+    {"role": "user", "content": "In what year was the founder of Amazon born?"},
+    {"role": "assistant", "content": _search_call("founder of Amazon")},
+    {
+        "role": "tool",
+        "content": 'Search results for "founder of Amazon":\n1. Amazon (company): Amazon was founded by Jeff Bezos '
+        "in Bellevue, Washington, on July 5, 1994.",
+    },
+    {"role": "assistant", "content": _search_call("Jeff Bezos birth year")},
+    {
+        "role": "tool",
+        "content": 'Search results for "Jeff Bezos birth year":\n1. Jeff Bezos: Jeffrey Preston Bezos (born January '
+        "12, 1964) is an American businessman, the founder of Amazon.",
+    },
+    {
+        "role": "assistant",
+        "content": "Amazon was founded by Jeff Bezos, who was born on January 12, 1964. So the final answer is: 1964",
+    },
+]
 
 SEARCH_QUERY = "what to search for"
 SHORT_ANSWER = "a short answer"
