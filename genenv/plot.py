@@ -89,11 +89,7 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
         ax.grid(alpha=0.3)
         if plotted:
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / f"{name}.png"))
     return written
 
 
@@ -117,11 +113,7 @@ def plot_validation_groups(run_dirs: list[Path], out: Path) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=8)
     fig.suptitle("Held-out score per group")
-    fig.tight_layout()
-    path = out / "validation_groups.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "validation_groups.png")
 
 
 def mix_group(family: str) -> str:
@@ -152,8 +144,11 @@ def plot_task_mix(run_dirs: list[Path], out: Path) -> Path:
     if groups:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Generated task mix per epoch")
+    return _save(fig, out / "task_mix.png")
+
+
+def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    path = out / "task_mix.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
