@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from conftest import data_dir
 from gymnasium.utils.env_checker import check_env
+from scripted_simulator import ScriptedSimulator
 
 import genenv  # noqa: F401  (registers the env ids)
 from genenv.agents.agent import Agent
@@ -18,20 +19,6 @@ CALCULATOR_TASK = {
     "request": "How much is (12+8)*3?",
     "gold_call": {"name": "Calculator", "arguments": {"formula": "(12+8)*3"}},
 }
-
-
-class ScriptedSimulator(Simulator):
-    """Stands in for the simulator model in a unit test: replies with fixed texts."""
-
-    def __init__(self, replies: list[str]) -> None:
-        super().__init__(policy=None, batch_size=len(replies))
-        self.replies = replies
-
-    def generate(self, conversations, seed=None, schemas=None):
-        return self.replies[: len(conversations)]
-
-    def propose(self, adapter, *, rng, n=None, families=None, success=None):
-        return super().propose(adapter, rng=rng, families=["Calculator"] * len(self.replies), success=success)
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +34,7 @@ def test_check_env_with_tiny_simulator(tiny_policy):
 
 
 def test_generated_task_is_validated_and_played():
-    simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "not json at all"])
+    simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "not json at all"], "Calculator")
     env = gym.make("GenEnv-APIBank-v0", simulator=simulator, max_turns=3)
     obs, info = env.reset(seed=0, options=None)
     assert info["task_origin"] == "simulator" and info["task"]["source"] == "generated"
@@ -62,7 +49,7 @@ def test_generated_task_is_validated_and_played():
 
 def test_generated_task_with_failing_gold_call_is_rejected():
     bad = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "2+x"}})
-    simulator = ScriptedSimulator([json.dumps(bad)])
+    simulator = ScriptedSimulator([json.dumps(bad)], "Calculator")
     env = gym.make("GenEnv-APIBank-v0", simulator=simulator, simulator_attempts=2, split="level-1-api")
     _, info = env.reset(seed=0)
     assert info["task_origin"] == "benchmark_fallback"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from conftest import data_dir
 from gymnasium.utils.env_checker import check_env
+from scripted_simulator import ScriptedSimulator
 
 import genenv  # noqa: F401  (registers the env ids)
 from genenv.agents.generation import SamplingConfig
@@ -36,20 +37,6 @@ DRACULA = {
     "A2": "Dublin",
     "question": "Where was the author of the novel Dracula born?",
 }
-
-
-class ScriptedSimulator(Simulator):
-    """Stands in for the simulator model: replies with fixed texts for the 'where' family."""
-
-    def __init__(self, replies: list[str]) -> None:
-        super().__init__(policy=None, batch_size=len(replies))
-        self.replies = replies
-
-    def generate(self, conversations, seed=None, schemas=None):
-        return self.replies[: len(conversations)]
-
-    def propose(self, adapter, *, rng, n=None, families=None, success=None):
-        return super().propose(adapter, rng=rng, families=["where"] * len(self.replies), success=success)
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +245,7 @@ def test_env_plays_a_benchmark_task_with_simulated_search(tiny_policy):
 def test_env_generated_task_is_validated_and_played(tiny_policy):
     data_dir("bamboogle")
     bad = dict(DRACULA, Q2="Where was he born?")
-    simulator = ScriptedSimulator([json.dumps(DRACULA), json.dumps(bad)])
+    simulator = ScriptedSimulator([json.dumps(DRACULA), json.dumps(bad)], "where")
     env = gym.make("GenEnv-Bamboogle-v0", simulator=simulator, search_model=tiny_policy, max_turns=2)
     obs, info = env.reset(seed=0)
     assert info["task_origin"] == "simulator" and info["family"] == "where" and DRACULA["question"] in obs

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
+from scripted_simulator import ScriptedSimulator
 
 pytest.importorskip("reasoning_gym")
 
@@ -20,7 +21,7 @@ from genenv.benchmarks.reasoning_gym import (  # noqa: E402
 )
 from genenv.coevolution import CoEvolutionTrainer, latest_checkpoint  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
-from genenv.envs.simulator import Simulator, to_proposal  # noqa: E402
+from genenv.envs.simulator import to_proposal  # noqa: E402
 from genenv.pools import TaskPool  # noqa: E402
 from genenv.train import genenv_config  # noqa: E402
 
@@ -39,20 +40,6 @@ def spec(family="basic_arithmetic", level=1, seed=7) -> dict:
 
 def answered(text: str | None) -> Trajectory:
     return Trajectory(final_answer=text)
-
-
-class ScriptedSimulator(Simulator):
-    """Replies with fixed texts instead of a model, always for one family key."""
-
-    def __init__(self, replies: list[str], family: str) -> None:
-        super().__init__(policy=None, batch_size=len(replies))
-        self.replies, self.family = replies, family
-
-    def generate(self, conversations, seed=None, schemas=None):
-        return self.replies[: len(conversations)]
-
-    def propose(self, adapter, *, rng, n=None, families=None, success=None):
-        return super().propose(adapter, rng=rng, families=[self.family] * len(self.replies), success=success)
 
 
 def test_family_entries():

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, data_dir
-from test_apibank_env import CALCULATOR_TASK, ScriptedSimulator
+from scripted_simulator import ScriptedSimulator
+from test_apibank_env import CALCULATOR_TASK
 
 from genenv.agents.grpo import GRPOAgentConfig
 from genenv.agents.rollout import Episode
@@ -75,7 +76,7 @@ def test_generated_tasks_train_both_policies_and_kl_cap_stops(tmp_path, caplog):
     rwr = RWRConfig(batch_size=2, learning_rate=0.5, max_kl=1e-9)
     config = tiny_config(tmp_path, epochs=1, replay_tasks=0, band_k=0.5, rwr=rwr, report_to=["tensorboard"])
     trainer = CoEvolutionTrainer(config)
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "{broken"])
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "{broken"], "Calculator")
     (metrics,) = trainer.train()
     assert metrics["fresh_tasks"] == 1 and metrics["rejects"] == 1 and metrics["p_hat"] is not None
     assert metrics["p_hat_per_family"].keys() == {"Calculator"}
@@ -100,7 +101,7 @@ def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
     hard = dict(
         CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
     )
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard), "{broken"])
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard), "{broken"], "Calculator")
     scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}  # rewards of the G = 2 attempts, by question
 
     def train(tasks):
@@ -128,7 +129,7 @@ def test_ablations_never_update_the_simulator(tmp_path, curriculum):
     trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=2))
     assert trainer.simulator_trainer is None
     other = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}})
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(other)])
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(other)], "Calculator")
     history = trainer.train()
     assert all(m["simulator"] == {} for m in history)
     assert all(m["fresh_tasks"] == 1 for m in history)  # the same agent budget per epoch in every curriculum
