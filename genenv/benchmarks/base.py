@@ -9,6 +9,7 @@ to benchmarks only through this protocol.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -162,6 +163,20 @@ class BenchmarkAdapter(ABC):
         """Worked exchanges (user, assistant, tool messages) the agent sees before each request, in this
         benchmark's own tools and answer form; ``None``: the generic tool-call exchanges
         (:data:`genenv.agents.rollout.FEW_SHOT_EXCHANGES`)."""
+        return None
+
+    def format_call(self, name: str, arguments: dict[str, Any]) -> str:
+        """One tool call written the way this benchmark's system prompt asks the agent to write it (the default:
+        ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, the chat template's own form)."""
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+        """The task's gold trajectory as the chat messages that follow its opening (system prompt, user request):
+        the agent's turns (gold calls written with :meth:`format_call`, then the final answer) and what the
+        environment answered (tool outputs, follow-up user turns), exactly as a
+        :class:`~genenv.envs.tool_env.ToolEnv` episode records them; ``None`` when the task has no gold
+        trajectory. Adapters build it with :func:`genenv.envs.expert.replay_actions`, so the outputs are the
+        executed ones. Expert traces are D_train's base data and the agent's warm start."""
         return None
 
     def next_user_message(self, state: Any, answer: str) -> str | None:

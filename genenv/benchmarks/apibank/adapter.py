@@ -79,6 +79,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from genenv.envs.expert import ExpertTraceError, replay_actions
 from genenv.envs.parsing import parse_apibank_call
 
 from ..base import (
@@ -97,6 +98,7 @@ from .calls import (
     coerce_arguments,
     coerce_value,
     format_api_request,
+    json_schema_type,
     normalize_arguments,
     split_camel_case,
 )
@@ -112,6 +114,7 @@ from .data import (
     repair_legacy,
 )
 from .tool_searcher import Catalogue, ToolSearcher
+from .training import TRAIN_LEVEL, call_matches, training_tasks
 from .world import ApiImpl, World, run_api
 
 LEVELS = ("level-1", "level-2", "level-3")
@@ -121,35 +124,20 @@ STATEFUL_REPLAY = frozenset({"ForgotPassword"})
 #: not offered for generated tasks (network fixtures, internal helper, search)
 NOT_GENERATED = NETWORK_APIS | {"CheckToken", "ToolSearcher"}
 
-_TYPE_MAP = {
-    "str": {"type": "string"},
-    "int": {"type": "integer"},
-    "float": {"type": "number"},
-    "bool": {"type": "boolean"},
-    "list": {"type": "array", "items": {}},
-    "list(str)": {"type": "array", "items": {"type": "string"}},
-    "dict": {"type": "object"},
-    "json": {"type": "object"},
-}
-
-
-def json_schema_type(type_name: str) -> dict[str, Any]:
-    """API-Bank parameter type -> JSON-schema fragment."""
-    return copy.deepcopy(_TYPE_MAP.get((type_name or "str").strip(), {"type": "string"}))
-
-
 @dataclass
 class APIBankState:
     """One episode: the world, which APIs exist, how many calls were made."""
 
-    world: World
+    world: World | None
     level: str
     impls: dict[str, ApiImpl]
-    searcher: ToolSearcher
+    searcher: ToolSearcher | None
     n_gold_calls: int
     has_response: bool
     n_calls: int = 0
     results: list[dict[str, Any] | None] = field(default_factory=list)
+    #: training-split tasks only: the item's API schemas (its APIs have no implementation)
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @register_benchmark("apibank")
@@ -158,7 +146,7 @@ class APIBankAdapter(BenchmarkAdapter):
 
     name = "apibank"
     #: the three levels, then one kind only (API-call or response samples) of levels 1 and 2
-    splits = (*LEVELS, "level-1-api", "level-1-response", "level-2-api", "level-2-response")
+    splits = (*LEVELS, "level-1-api", "level-1-response", "level-2-api", "level-2-response", TRAIN_LEVEL)
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
@@ -195,6 +183,8 @@ class APIBankAdapter(BenchmarkAdapter):
 
     # -- data ---------------------------------------------------------------------------
     def load_tasks(self, split: str) -> list[Task]:
+        if split == TRAIN_LEVEL:
+            return training_tasks(self.data.training_api_samples)
         level, _, kind = split.partition(":") if ":" in split else _split_kind(split)
         if level not in LEVELS or kind not in ("", "api", "response"):
             raise ValueError(f"unknown split {split!r}; choose from {', '.join(self.splits)}")
@@ -326,6 +316,8 @@ class APIBankAdapter(BenchmarkAdapter):
 
     def tools(self, task: Task) -> list[dict[str, Any]]:
         level = task.metadata.get("level", "level-1")
+        if level == TRAIN_LEVEL:
+            return copy.deepcopy(task.metadata.get("tools") or [])
         if level in ("level-2", "level-3"):
             names = ["ToolSearcher"]
         else:
@@ -351,6 +343,16 @@ class APIBankAdapter(BenchmarkAdapter):
 
     def start(self, task: Task) -> APIBankState:
         level = task.metadata.get("level", "level-1")
+        if level == TRAIN_LEVEL:
+            return APIBankState(
+                world=None,
+                level=level,
+                impls={},
+                searcher=None,
+                n_gold_calls=len(task.gold.get("calls") or []),
+                has_response=bool(task.gold.get("response")),
+                schemas={t["function"]["name"]: t["function"]["parameters"] for t in self.tools(task)},
+            )
         world = World(init_db=self.data.init_db, level=level)
         world.tool_state["_fixtures"] = self.data.fixtures
         gold = task.gold if isinstance(task.gold, dict) else {}
@@ -389,6 +391,8 @@ class APIBankAdapter(BenchmarkAdapter):
 
     def _run(self, state: APIBankState, name: Any, arguments: Any) -> dict[str, Any]:
         """Execute one call; returns the result dict or raises ArgumentError."""
+        if state.level == TRAIN_LEVEL:
+            return _check_described_call(state.schemas, name, arguments)
         if name == "ToolSearcher":
             args = normalize_arguments(arguments)
             if set(args) - {"keywords"}:
@@ -455,6 +459,19 @@ class APIBankAdapter(BenchmarkAdapter):
             done=done,
         )
 
+    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+        """Gold calls one per turn (as the system prompt asks), then the gold response where there is one."""
+        gold = task.gold if isinstance(task.gold, dict) else {}
+        actions = [self.format_call(c["name"], c.get("arguments") or {}) for c in gold.get("calls") or []]
+        if gold.get("response"):
+            actions.append(str(gold["response"]))
+        if not actions:
+            return None
+        try:
+            return replay_actions(self, task, actions)
+        except ExpertTraceError:  # e.g. a gold response holding JSON that reads as a tool call (2 tasks)
+            return None
+
     def system_prompt(self, task: Task) -> str:
         level = task.metadata.get("level", "level-1")
         lines = [
@@ -496,6 +513,12 @@ class APIBankAdapter(BenchmarkAdapter):
             buckets = [
                 self._bucket(level, g, executed[i] if i < len(executed) else None) for i, g in enumerate(gold_calls)
             ]
+            if level == TRAIN_LEVEL:  # no implementation to execute: exact match with the gold request
+                buckets = [
+                    "CORRECT" if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
+                    else ("INPUT_MISMATCH" if b == "CHECK_ERROR" else b)
+                    for i, (g, b) in enumerate(zip(gold_calls, buckets))
+                ]
             correct = buckets.count("CORRECT")
             value = correct / len(gold_calls)
             breakdown.update(
@@ -726,6 +749,21 @@ class APIBankAdapter(BenchmarkAdapter):
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _check_described_call(schemas: dict[str, dict[str, Any]], name: Any, arguments: Any) -> dict[str, Any]:
+    """A training-split call checked against the item's schemas; its result has no output (nothing runs)."""
+    if not isinstance(name, str) or name not in schemas:
+        raise ArgumentError("unknown_tool", f"invalid tool name: {_short(name)}")
+    args = normalize_arguments(arguments)
+    params = schemas[name].get("properties") or {}
+    unknown = sorted(str(k) for k in args if k not in params)
+    if unknown:
+        raise ArgumentError("unknown_argument", "invalid parameter name. parameter: " + ", ".join(unknown))
+    missing = [p for p in schemas[name].get("required") or [] if p not in args]
+    if missing:
+        raise ArgumentError("missing_argument", f"missing required argument(s): {', '.join(missing)}")
+    return {"api_name": name, "input": args, "output": None, "exception": None}
 
 
 def _split_kind(split: str) -> tuple[str, str, str]:

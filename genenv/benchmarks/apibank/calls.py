@@ -27,6 +27,7 @@ type declared in the API spec. This module reproduces both steps without ``eval`
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 from typing import Any
@@ -185,3 +186,20 @@ def normalize_arguments(arguments: Any) -> dict[str, Any]:
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+_TYPE_MAP = {
+    "str": {"type": "string"},
+    "int": {"type": "integer"},
+    "float": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "list": {"type": "array", "items": {}},
+    "list(str)": {"type": "array", "items": {"type": "string"}},
+    "dict": {"type": "object"},
+    "json": {"type": "object"},
+}
+
+
+def json_schema_type(type_name: str) -> dict[str, Any]:
+    """API-Bank parameter type -> JSON-schema fragment."""
+    return copy.deepcopy(_TYPE_MAP.get((type_name or "str").strip(), {"type": "string"}))
