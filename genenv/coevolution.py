@@ -49,8 +49,11 @@ from genenv.agents.agent import Agent
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
+from genenv.agents.rollout import shown_exchanges
+from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
+from genenv.envs.expert import expert_conversation
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
 from genenv.pools import TaskPool, TracePool
@@ -78,7 +81,8 @@ class GenEnvConfig:
         generation_rounds: simulator batches tried per epoch to collect ``tasks_per_epoch`` valid tasks.
         static_pool_size: tasks generated once for ``curriculum="static"`` (``None``: ``tasks_per_epoch * epochs``).
         replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
-        base_split: benchmark split whose tasks seed D_train as base data (``None``: none).
+        base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data
+            (``None``: none). Never a split evaluation or validation uses.
         validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
         validation_limit: validation tasks (a fixed, seeded subset of the split).
         alpha: target success rate of the alpha-curriculum reward.
@@ -92,6 +96,8 @@ class GenEnvConfig:
         simulator_max_new_tokens: generation limit of one proposal.
         simulator_temperature: sampling temperature of the simulator.
         agent: GRPO settings of the agent update.
+        warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
+            into later epochs (``warm_start.mix_per_epoch``).
         rwr: RWR settings of the simulator update.
         seed: seeds task sampling, generation and both trainers.
         report_to: mirror each epoch's metrics to ``"tensorboard"`` and/or ``"wandb"`` (``metrics.jsonl`` is
@@ -122,6 +128,7 @@ class GenEnvConfig:
     simulator_max_new_tokens: int = 256
     simulator_temperature: float = 0.8
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
     seed: int = 0
     report_to: list[str] = field(default_factory=list)
@@ -159,6 +166,13 @@ class CoEvolutionTrainer:
         self.agent_policy = load_policy(config.agent_model, device=device, seed=config.seed)
         agent_config = GRPOAgentConfig(**{**asdict(config.agent), "output_dir": str(self.run_dir / "trl")})
         self.agent_trainer = GRPOAgentTrainer(self.agent_policy, self.adapter, agent_config)
+        self.expert_trainer = WarmStartTrainer(
+            self.agent_trainer.model,
+            self.agent_policy.tokenizer,
+            config.warm_start,
+            exchanges=shown_exchanges(self.adapter, config.agent.few_shot),
+            output_dir=str(self.run_dir / "trl-sft"),
+        )
         self.simulator_policy = self.simulator_trainer = self.simulator = None
         self.validation_tasks: list[Task] = []
         if self.is_main:
@@ -197,18 +211,24 @@ class CoEvolutionTrainer:
         return history
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
-        """One co-evolution epoch, checkpointed; returns its metrics."""
+        """One co-evolution epoch, checkpointed; returns its metrics (epoch 0's also hold the held-out score
+        before training and after the warm start, and the warm start's steps and loss)."""
         start = time.perf_counter()
+        before: dict[str, Any] = {}
+        if epoch == 0:
+            before = self._warm_start()
         fresh, proposals, replay = [], [], []
         if self.is_main:
             fresh, proposals = self._epoch_tasks(epoch)
             replay = self._replay(epoch)
+            self._add_expert_traces(fresh, epoch)
         fresh, replay = self._share_tasks(fresh, replay)
         agent_metrics: dict[str, float] = {}
         episodes = []
         if fresh or replay:
             agent_metrics = self.agent_trainer.train(fresh + replay)
             episodes = list(self.agent_trainer.episodes)
+        expert_mix = self._mix_expert_traces(epoch)
         fresh_ids = {task.task_id for task in fresh}
         fresh_episodes = [e for e in episodes if e.task.task_id in fresh_ids]
         p_hat = float(np.mean([e.reward for e in fresh_episodes])) if fresh_episodes else None
@@ -231,9 +251,10 @@ class CoEvolutionTrainer:
         if episodes:
             self.traces.add_episodes(episodes, epoch, "on_policy")
         simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
-        validation = self._validate(epoch)
+        validation = self._validate()
 
         metrics = {
+            **before,
             "epoch": epoch,
             "curriculum": self.config.curriculum,
             "p_hat": p_hat,
@@ -250,6 +271,7 @@ class CoEvolutionTrainer:
             "reject_reasons": _reason_counts(proposals),
             "task_length_tokens": _mean_tokens(self.agent_policy.tokenizer, [t.prompt for t in fresh]),
             "agent": agent_metrics,
+            "expert_mix": expert_mix,
             "simulator": simulator_metrics,
             "validation": validation,
             "pool_traces": len(self.traces) + len(self.traces.uncommitted()),
@@ -341,22 +363,69 @@ class CoEvolutionTrainer:
         return [Task.from_dict(unique[int(i)]) for i in picks]
 
     def _add_base_data(self) -> None:
-        tasks = self.adapter.load_tasks(self.config.base_split)
-        records = [
-            {
-                "task": t.to_dict(),
-                "family": self.adapter.family(t),
-                "messages": [],
-                "tools": [],
-                "reward": 0.0,
-                "truncated": False,
-                "info": {},
-                "source": "base",
-                "valid": True,
-            }
-            for t in tasks
-        ]
-        self.traces.append(records, epoch=0)
+        """D_train's base data: the training split's tasks, each with its expert trace where it has one."""
+        self.traces.append([self._expert_record(t, "base") for t in self.adapter.load_tasks(self.config.base_split)], 0)
+
+    def _add_expert_traces(self, tasks: list[Task], epoch: int) -> None:
+        """The expert trace of every validated generated task, as it is generated (source ``expert``)."""
+        records = [self._expert_record(t, "expert") for t in tasks if t.source == "generated"]
+        records = [r for r in records if r["messages"]]
+        if records:
+            self.traces.append(records, epoch)
+
+    def _expert_record(self, task: Task, source: str) -> dict[str, Any]:
+        conversation = expert_conversation(self.adapter, task) or {"messages": [], "tools": []}
+        return {
+            "task": task.to_dict(),
+            "family": self.adapter.family(task),
+            "messages": conversation["messages"],
+            "tools": conversation["tools"],
+            "reward": 1.0 if conversation["messages"] else 0.0,
+            "truncated": False,
+            "info": {},
+            "source": source,
+            "valid": True,
+        }
+
+    def _expert_conversations(self, epoch: int, k: int | None) -> list[dict[str, Any]]:
+        """``k`` expert traces of D_train (all with ``None``), a seeded sample, shared with every process."""
+        conversations: list[dict[str, Any]] = []
+        if self.is_main:
+            records = [
+                r
+                for r in self.traces.training_set(epoch)
+                if r["source"] in ("base", "expert") and r["messages"]
+            ]
+            rng = np.random.default_rng([self.config.warm_start.seed, epoch])
+            picks = rng.permutation(len(records))[: len(records) if k is None else k]
+            conversations = [{"messages": records[i]["messages"], "tools": records[i]["tools"]} for i in picks]
+        if self.processes.num_processes > 1:
+            payload = [conversations]
+            broadcast_object_list(payload, from_process=0)
+            conversations = payload[0]
+        return conversations
+
+    def _warm_start(self) -> dict[str, Any]:
+        """Held-out score before training, the supervised warm start on expert traces, and the score after it."""
+        out: dict[str, Any] = {}
+        if self.is_main:
+            out["validation_start"] = self._validate()
+        if self.config.warm_start.max_examples == 0:
+            return out
+        conversations = self._expert_conversations(0, self.config.warm_start.max_examples)
+        if not conversations:
+            return out
+        out["warm_start"] = self.expert_trainer.train(conversations)
+        if self.is_main:
+            out["validation_warm_start"] = self._validate()
+            logger.info("warm start: %s", json.dumps(out["warm_start"]))
+        return out
+
+    def _mix_expert_traces(self, epoch: int) -> dict[str, float]:
+        """``warm_start.mix_per_epoch`` expert traces of D_train as supervised steps after the GRPO update."""
+        k = self.config.warm_start.mix_per_epoch
+        conversations = self._expert_conversations(epoch + 1, k) if k > 0 else []
+        return self.expert_trainer.train(conversations, epochs=1.0) if conversations else {}
 
     def _validation_tasks(self) -> list[Task]:
         if not self.config.validation_split:
@@ -376,11 +445,17 @@ class CoEvolutionTrainer:
         stats = self.simulator_trainer.train(examples)
         return stats.to_dict()
 
-    def _validate(self, epoch: int) -> dict[str, Any]:
+    def _validate(self) -> dict[str, Any]:
+        """The agent's greedy score on the fixed held-out tasks: the adapter's metrics and every task's score (in
+        task order, so stages of a run can be compared task by task)."""
         if not self.validation_tasks:
             return {}
-        agent = Agent(self.agent_policy, SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens))
-        summary, _ = evaluate(
+        agent = Agent(
+            self.agent_policy,
+            SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens),
+            few_shot=self.config.agent.few_shot,
+        )
+        summary, episodes = evaluate(
             self.adapter,
             agent,
             self.validation_tasks,
@@ -388,7 +463,7 @@ class CoEvolutionTrainer:
             max_turns=self.config.agent.max_turns,
             seed=self.config.seed,
         )
-        return summary["metrics"]
+        return {**summary["metrics"], "task_scores": [float(e.info.get("score", e.reward)) for e in episodes]}
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:

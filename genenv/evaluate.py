@@ -91,7 +91,7 @@ def main(cfg: DictConfig) -> None:
     if cfg.limit:
         tasks = tasks[: int(cfg.limit)]
     policy = load_policy(cfg.model.name)
-    agent = Agent(policy, SamplingConfig(max_new_tokens=cfg.max_new_tokens))
+    agent = Agent(policy, SamplingConfig(max_new_tokens=cfg.max_new_tokens), few_shot=cfg.model.get("few_shot", "generic"))
     summary, episodes = evaluate(
         adapter, agent, tasks, batch_size=cfg.batch_size, max_turns=cfg.max_turns or bench.max_turns, seed=cfg.seed
     )

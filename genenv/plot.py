@@ -2,8 +2,8 @@
 
 One run: p_hat per epoch against the alpha band (with each generated task's own p_hat as dots), R_env,
 the share of generated tasks inside the band, validation score (overall and per group, e.g. level), mean
-generated-task length (the paper's "curriculum emergence" picture), simulator KL and the mix of generated
-tasks per level or family, one PNG each. Several runs
+generated-task length (the paper's "curriculum emergence" picture), simulator KL, the mix of generated
+tasks per level or family, and the held-out learning curve (start, warm start, each epoch), one PNG each. Several runs
 (e.g. GenEnv vs Random vs Static): the same panels with one line per run, labelled by curriculum.
 """
 
@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from genenv.coevolution import latest_checkpoint, read_metrics  # noqa: E402
+from genenv.learning_curve import held_out_curve  # noqa: E402
 
 #: panel name -> (title, y label, how to read the value from one epoch's metrics)
 PANELS: dict[str, tuple[str, str, Any]] = {
@@ -116,6 +117,30 @@ def plot_validation_groups(run_dirs: list[Path], out: Path) -> Path | None:
     return _save(fig, out / "validation_groups.png")
 
 
+def plot_learning_curve(run_dirs: list[Path], out: Path) -> Path | None:
+    """The held-out score by stage (before training, after the warm start, after each epoch) with 95% bootstrap
+    intervals over tasks, one line per run; ``None`` when no run recorded per-task held-out scores."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    plotted = False
+    for label, metrics in load_runs(run_dirs):
+        points = held_out_curve(metrics)
+        if not points:
+            continue
+        xs = range(len(points))
+        ys = [p.score for p in points]
+        errors = [[p.score - p.low for p in points], [p.high - p.score for p in points]]
+        ax.errorbar(xs, ys, yerr=errors, marker="o", capsize=3, label=label)
+        ax.set_xticks(list(xs), [p.stage for p in points], rotation=30, ha="right")
+        plotted = True
+    if not plotted:
+        plt.close(fig)
+        return None
+    ax.set(title="Held-out score by training stage", ylabel="score (95% CI over tasks)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, out / "learning_curve.png")
+
+
 def mix_group(family: str) -> str:
     """What the task-mix panel stacks: the level of a ``family@level`` family, else the family."""
     return f"level {family.rsplit('@', 1)[1]}" if "@" in family else family
@@ -170,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or (args.runs[0] / "plots")
     alpha, band_k = _run_setting(args.runs[0], "alpha"), _run_setting(args.runs[0], "band_k")
     paths = [*plot_runs(args.runs, out, alpha, band_k), plot_task_mix(args.runs, out)]
-    paths.append(plot_validation_groups(args.runs, out))
+    paths += [plot_validation_groups(args.runs, out), plot_learning_curve(args.runs, out)]
     for path in paths:
         if path is not None:
             print(path)

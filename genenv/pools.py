@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RESERVED_KEYS = frozenset({"id", "epoch", "batch_end"})
-Source = Literal["base", "on_policy", "history"]
-SOURCES: tuple[str, ...] = ("base", "on_policy", "history")
+Source = Literal["base", "on_policy", "history", "expert"]
+SOURCES: tuple[str, ...] = ("base", "on_policy", "history", "expert")
 
 
 class PoolCorruptedError(RuntimeError):

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from genenv.agents.grpo import GRPOAgentConfig
-from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
+from genenv.agents.warm_start import WarmStartConfig
+from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, read_metrics
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.curriculum import RWRConfig
+from genenv.learning_curve import format_curve, held_out_curve
+from genenv.plot import plot_learning_curve
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +43,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         simulator_model=cfg.model.name,
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
         agent=GRPOAgentConfig(**agent),
+        warm_start=WarmStartConfig(**OmegaConf.to_container(cfg.warm_start, resolve=True)),
         rwr=RWRConfig(**OmegaConf.to_container(cfg.rwr, resolve=True)),
         **settings,
     )
@@ -58,6 +63,11 @@ def main(cfg: DictConfig) -> None:
             f"fresh tasks={metrics['fresh_tasks']} rejects={metrics['rejects']} "
             f"validation={validation} ({metrics['seconds']:.0f} s)"
         )
+    metrics = read_metrics(config.run_dir)
+    print(format_curve(held_out_curve(metrics)))
+    png = plot_learning_curve([Path(config.run_dir)], Path(config.run_dir))
+    if png is not None:
+        print(f"learning curve: {png}")
     print(f"run folder: {config.run_dir} (metrics.jsonl, pools/, checkpoints/)")
     print(json.dumps({"epochs_run": len(history), "next_epoch": trainer.start_epoch + len(history)}))
 

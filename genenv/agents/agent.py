@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import FEW_SHOT_EXCHANGES, Episode, few_shot_conversation, hf_generator, play_envs
+from genenv.agents.rollout import FEW_SHOT_EXCHANGES, Episode, FewShot, few_shot_conversation, hf_generator, play_envs, shown_exchanges
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 
 __all__ = ["FEW_SHOT_EXCHANGES", "Agent", "Episode"]
@@ -21,8 +21,8 @@ class Agent:
     Args:
         policy: a :class:`~genenv.agents.models.Policy` (model + tokenizer).
         sampling: decoding settings (greedy by default); ``max_new_tokens`` is per turn.
-        few_shot: prepend worked exchanges to every conversation: the benchmark's
-            (``adapter.few_shot_exchanges()``), else :data:`FEW_SHOT_EXCHANGES`.
+        few_shot: which worked exchanges precede every conversation (:func:`~genenv.agents.rollout.shown_exchanges`:
+            ``"generic"``/``True``, ``"own"``, ``"none"``/``False``).
         max_completion_length: token budget of an episode's turns and tool responses (``None``: only the
             env's ``max_turns`` limits an episode).
     """
@@ -31,7 +31,7 @@ class Agent:
         self,
         policy: Any,
         sampling: SamplingConfig | None = None,
-        few_shot: bool = True,
+        few_shot: FewShot = True,
         max_completion_length: int | None = None,
     ) -> None:
         self.policy = policy
@@ -44,9 +44,10 @@ class Agent:
     ) -> list[dict[str, Any]]:
         """The model's view of an episode: system message, few-shot exchanges (``adapter``'s own, if it has
         them), then the episode."""
-        if not self.few_shot:
-            return list(messages)
-        return few_shot_conversation(messages, adapter.few_shot_exchanges() if adapter is not None else None)
+        if adapter is None:
+            return few_shot_conversation(messages) if self.few_shot in (True, "generic") else list(messages)
+        exchanges = shown_exchanges(adapter, self.few_shot)
+        return few_shot_conversation(messages, exchanges) if exchanges else list(messages)
 
     def rollout(
         self, envs: list[Any], tasks: list[Task | None] | None = None, seed: int | None = None

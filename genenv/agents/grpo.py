@@ -99,9 +99,10 @@ class GRPOAgentConfig:
             episodes of a step are generated in one batched rollout.
         temperature: sampling temperature of the rollouts (GRPO needs diverse samples; 1.0 is TRL's default).
         top_p: nucleus sampling mass of the rollouts.
-        few_shot: show worked exchanges (the benchmark's own, else :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES`)
-            before the request, exactly as :class:`~genenv.agents.agent.Agent` does at evaluation, so training and
-            evaluation prompts agree.
+        few_shot: which worked exchanges precede the request (``"generic"``/``True``: the benchmark's own, else
+            :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES`; ``"own"``; ``"none"``/``False``:
+            :func:`~genenv.agents.rollout.shown_exchanges`), exactly as :class:`~genenv.agents.agent.Agent` does at
+            evaluation, so training and evaluation prompts agree. The model config sets it.
         use_lora: train a LoRA adapter (TRL's ``peft_config``) instead of every weight.
         lora_r: LoRA rank.
         lora_alpha: LoRA scaling numerator.
@@ -138,7 +139,7 @@ class GRPOAgentConfig:
     gradient_accumulation_steps: int = 2
     temperature: float = 1.0
     top_p: float = 1.0
-    few_shot: bool = True
+    few_shot: bool | str = True
     use_lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16

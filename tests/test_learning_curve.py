@@ -1,0 +1,39 @@
+"""The held-out learning curve: stages, intervals over tasks, the paired rise."""
+
+import pytest
+
+from genenv.learning_curve import format_curve, held_out_curve, paired_rise
+
+
+def _metrics(start, warm, *epochs):
+    first = {"epoch": 0, "validation_start": {"task_scores": start}, "validation_warm_start": {"task_scores": warm}}
+    records = [{**first, "validation": {"task_scores": epochs[0]}}]
+    records += [{"epoch": i, "validation": {"task_scores": s}} for i, s in enumerate(epochs[1:], start=1)]
+    return records
+
+
+def test_curve_has_every_stage_in_order_and_resumed_epochs_count_once():
+    metrics = _metrics([0, 0, 1, 0], [1, 0, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1])
+    metrics.append({"epoch": 1, "validation": {"task_scores": [0, 0, 0, 0]}})  # epoch 1 again, after a resume
+    points = held_out_curve(metrics)
+    assert [p.stage for p in points] == ["start", "warm start", "epoch 0", "epoch 1"]
+    assert [p.score for p in points] == [0.25, 0.5, 0.75, 0.0]
+    assert all(p.low <= p.score <= p.high for p in points)
+
+
+def test_a_consistent_rise_is_above_noise_and_a_flat_one_is_not():
+    n = 60
+    rising = held_out_curve(_metrics([0.0] * n, [0.0] * n, [1.0] * 30 + [0.0] * 30))
+    rise, low, high = paired_rise(rising[0], rising[-1])
+    assert rise == pytest.approx(0.5) and low > 0.3 and high <= 0.7
+    assert "above noise" in format_curve(rising) and "not above" not in format_curve(rising)
+    flat = held_out_curve(_metrics([1.0, 0.0] * 30, [0.0, 1.0] * 30, [1.0, 0.0] * 30))
+    rise, low, high = paired_rise(flat[0], flat[1])
+    assert rise == 0.0 and low < 0 < high
+    assert "not above noise" in format_curve(held_out_curve(_metrics([1.0, 0.0] * 30, [0.0, 1.0] * 30, [0.0, 1.0] * 30)))
+
+
+def test_stages_with_different_task_counts_are_refused():
+    a, b = held_out_curve(_metrics([0, 1], [0, 1, 1], [1]))[:2]
+    with pytest.raises(ValueError, match="different numbers"):
+        paired_rise(a, b)
