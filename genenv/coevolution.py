@@ -364,7 +364,15 @@ class CoEvolutionTrainer:
 
     def _add_base_data(self) -> None:
         """D_train's base data: the training split's tasks, each with its expert trace where it has one."""
-        self.traces.append([self._expert_record(t, "base") for t in self.adapter.load_tasks(self.config.base_split)], 0)
+        tasks = self.adapter.load_tasks(self.config.base_split)
+        held_out = {t.task_id for t in self.validation_tasks} | {t.prompt for t in self.validation_tasks}
+        shared = [t.task_id for t in tasks if t.task_id in held_out or t.prompt in held_out]
+        if shared:
+            raise ValueError(
+                f"base_split {self.config.base_split!r} shares {len(shared)} tasks with the held-out split "
+                f"{self.config.validation_split!r} (e.g. {shared[0]}): base data must never be evaluated on"
+            )
+        self.traces.append([self._expert_record(t, "base") for t in tasks], 0)
 
     def _add_expert_traces(self, tasks: list[Task], epoch: int) -> None:
         """The expert trace of every validated generated task, as it is generated (source ``expert``)."""
@@ -387,8 +395,9 @@ class CoEvolutionTrainer:
             "valid": True,
         }
 
-    def _expert_conversations(self, epoch: int, k: int | None) -> list[dict[str, Any]]:
-        """``k`` expert traces of D_train (all with ``None``), a seeded sample, shared with every process."""
+    def _expert_conversations(self, epoch: int, k: int | None, draw: int) -> list[dict[str, Any]]:
+        """``k`` expert traces of D_train at ``epoch`` (all with ``None``), a sample seeded by the epoch and ``draw``
+        (0: the warm start, 1: the epoch's mixing), shared with every process."""
         conversations: list[dict[str, Any]] = []
         if self.is_main:
             records = [
@@ -396,7 +405,7 @@ class CoEvolutionTrainer:
                 for r in self.traces.training_set(epoch)
                 if r["source"] in ("base", "expert") and r["messages"]
             ]
-            rng = np.random.default_rng([self.config.warm_start.seed, epoch])
+            rng = np.random.default_rng([self.config.warm_start.seed, epoch, draw])
             picks = rng.permutation(len(records))[: len(records) if k is None else k]
             conversations = [{"messages": records[i]["messages"], "tools": records[i]["tools"]} for i in picks]
         if self.processes.num_processes > 1:
@@ -412,7 +421,7 @@ class CoEvolutionTrainer:
             out["validation_start"] = self._validate()
         if self.config.warm_start.max_examples == 0:
             return out
-        conversations = self._expert_conversations(0, self.config.warm_start.max_examples)
+        conversations = self._expert_conversations(0, self.config.warm_start.max_examples, draw=0)
         if not conversations:
             return out
         out["warm_start"] = self.expert_trainer.train(conversations)
@@ -424,7 +433,7 @@ class CoEvolutionTrainer:
     def _mix_expert_traces(self, epoch: int) -> dict[str, float]:
         """``warm_start.mix_per_epoch`` expert traces of D_train as supervised steps after the GRPO update."""
         k = self.config.warm_start.mix_per_epoch
-        conversations = self._expert_conversations(epoch + 1, k) if k > 0 else []
+        conversations = self._expert_conversations(epoch, k, draw=1) if k > 0 else []
         return self.expert_trainer.train(conversations, epochs=1.0) if conversations else {}
 
     def _validation_tasks(self) -> list[Task]:

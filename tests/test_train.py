@@ -15,6 +15,7 @@ from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 
 from genenv.agents.grpo import GRPOAgentConfig
+from genenv.agents.warm_start import WarmStartConfig
 from genenv.agents.rollout import Episode
 from genenv.benchmarks.base import Trajectory
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
@@ -43,9 +44,10 @@ def tiny_config(run_dir: Path, **overrides) -> GenEnvConfig:
         simulator_batch_size=2,
         simulator_max_new_tokens=8,
         replay_tasks=2,
-        base_split="level-1-api",
+        base_split="train",
         validation_split="level-1-api",
         validation_limit=2,
+        warm_start=WarmStartConfig(max_examples=0),
         agent_model="tiny",
         simulator_model="tiny",
         agent=AGENT,
@@ -124,6 +126,31 @@ def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
     assert metrics["simulator"]["examples"] == 1  # only the task in the band trains the simulator
 
 
+def test_warm_start_mixing_and_expert_traces_of_generated_tasks(tmp_path):
+    """Epoch 0 scores the held-out tasks before training and after the warm start; D_train holds the training
+    split's expert traces and each validated generated task's; mix_per_epoch replays expert traces."""
+    warm = WarmStartConfig(max_examples=3, max_length=8192, per_device_train_batch_size=3, mix_per_epoch=2)
+    config = tiny_config(tmp_path, epochs=1, replay_tasks=0, warm_start=warm)
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "{broken"], "Calculator")
+    (metrics,) = trainer.train()
+    assert metrics["warm_start"]["examples"] == 3 and metrics["warm_start"]["steps"] == 1
+    assert metrics["expert_mix"]["examples"] == 2
+    for stage in ("validation_start", "validation_warm_start", "validation"):
+        assert len(metrics[stage]["task_scores"]) == 2 and "api_call_accuracy" in metrics[stage]
+    traces = TracePool(tmp_path / "pools")
+    base = traces.records(source="base")
+    assert len(base) == 853 and all(r["messages"][0]["role"] == "system" for r in base)
+    (expert,) = traces.records(source="expert")
+    assert expert["task"]["source"] == "generated" and "Calculator" in expert["messages"][2]["content"]
+    assert read_metrics(tmp_path)[0]["warm_start"] == metrics["warm_start"]
+
+
+def test_base_data_never_overlaps_the_held_out_split(tmp_path):
+    with pytest.raises(ValueError, match="shares .* tasks with the held-out split"):
+        CoEvolutionTrainer(tiny_config(tmp_path, base_split="level-1", validation_split="level-1-api"))
+
+
 @pytest.mark.parametrize("curriculum", ["random", "static"])
 def test_ablations_never_update_the_simulator(tmp_path, curriculum):
     trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=2))
@@ -146,7 +173,8 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
         "model=tiny",
         f"run_dir={run_dir}",
         "coevolution.epochs=3",
-        "coevolution.base_split=level-1-api",
+        "coevolution.base_split=train",
+        "warm_start.max_examples=0",
         "coevolution.replay_tasks=2",
         "coevolution.validation_limit=1",
         "coevolution.simulator_max_new_tokens=8",
