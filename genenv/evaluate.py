@@ -37,16 +37,21 @@ def evaluate(
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[dict[str, Any], list[Episode]]:
-    """Play every task once and aggregate with the adapter's official metrics."""
-    episodes: list[Episode] = []
+    """Play every task once and aggregate with the adapter's official metrics; episodes come back in task order.
+
+    Tasks are batched in order of prompt length, so a batch pads its prompts little (left padding to the longest
+    prompt of a batch costs a model as much as real tokens)."""
+    played: dict[int, Episode] = {}
     envs = [ToolEnv(adapter, tasks=tasks, max_turns=max_turns) for _ in range(min(batch_size, len(tasks)))]
+    order = sorted(range(len(tasks)), key=lambda i: len(tasks[i].prompt) + len(json.dumps(adapter.tools(tasks[i]))))
     bar = tqdm(total=len(tasks), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
     for start in range(0, len(tasks), batch_size):
-        chunk = tasks[start : start + batch_size]
-        episodes.extend(agent.rollout(envs[: len(chunk)], chunk, seed=seed + start))
+        chunk = order[start : start + batch_size]
+        played.update(zip(chunk, agent.rollout(envs[: len(chunk)], [tasks[i] for i in chunk], seed=seed + start)))
         bar.update(len(chunk))
-        bar.set_postfix(score=f"{sum(e.reward for e in episodes) / len(episodes):.3f}")
+        bar.set_postfix(score=f"{sum(e.reward for e in played.values()) / len(played):.3f}")
     bar.close()
+    episodes = [played[i] for i in range(len(tasks))]
     scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
     metrics = adapter.aggregate(tasks, scores)
     per_family: dict[str, list[float]] = defaultdict(list)

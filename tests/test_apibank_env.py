@@ -82,3 +82,15 @@ def test_embedded_model_plays_one_episode_and_simulates():
     simulator = Simulator(policy, batch_size=2, sampling=SamplingConfig(max_new_tokens=128, temperature=0.8))
     proposals = simulator.propose(env.unwrapped.adapter, rng=np.random.default_rng(0))
     assert len(proposals) == 2 and all(p.task is not None or p.reject_reason for p in proposals)
+
+
+def test_a_level_1_sample_takes_one_output_as_the_official_evaluation_does():
+    """A call the evaluator cannot read is wrong, not retried; a level-3 chain keeps the env's turns."""
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=4)
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step('<tool_call>{"name": broken</tool_call>')
+    assert (reward, terminated, truncated) == (0.0, False, True) and info["error"] == "malformed_json"
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-3", max_turns=4)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step('<tool_call>{"name": broken</tool_call>')
+    assert not terminated and not truncated

@@ -179,6 +179,11 @@ class BenchmarkAdapter(ABC):
         executed ones. Expert traces are D_train's base data and the agent's warm start."""
         return None
 
+    def turn_limit(self, task: Task) -> int | None:
+        """The benchmark's own limit on the agent's turns for ``task`` (``None``: only the env's ``max_turns``), e.g.
+        one turn where the official evaluation takes one model output per sample."""
+        return None
+
     def next_user_message(self, state: Any, answer: str) -> str | None:
         """The user's next message after the plain-text ``answer`` (multi-turn conversations), or ``None``
         to end the episode there (the default: one user request per episode)."""

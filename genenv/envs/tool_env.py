@@ -51,7 +51,7 @@ class ToolEnv(gym.Env[str, str]):
         tasks: an explicit task list (overrides ``task_source``).
         simulator: a :class:`~genenv.envs.simulator.Simulator` or a model name for one (default
             ``"smollm2"``, loaded on the first ``reset``).
-        max_turns: episode length limit; reaching it truncates.
+        max_turns: episode length limit; reaching it (or the adapter's ``turn_limit`` of the task) truncates.
         max_action_chars: longer actions are refused with ``info["error"] == "action_too_long"``.
         max_observation_chars: tool output beyond this is cut, and the cut is stated.
         simulator_attempts: generation batches tried per ``reset`` before giving up.
@@ -194,7 +194,8 @@ class ToolEnv(gym.Env[str, str]):
             if follow_up is not None:  # a multi-turn conversation: the answer closes one user turn, not the episode
                 self.trajectory.final_answer = None
                 observation, terminated, role = follow_up, False, "user"
-        truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
+        limit = self.adapter.turn_limit(self.task)
+        truncated = not terminated and len(self.trajectory.turns) >= min(self.max_turns, limit or self.max_turns)
         reward, score = 0.0, None
         if terminated or truncated:
             self._done = True

@@ -459,6 +459,12 @@ class APIBankAdapter(BenchmarkAdapter):
             done=done,
         )
 
+    def turn_limit(self, task: Task) -> int | None:
+        """One turn for a level-1/2 sample (and the generated and training-split tasks of their form), as the
+        official evaluation generates one output per sample: a call it cannot read is wrong, not retried. Level-3
+        chains take the env's ``max_turns``."""
+        return None if task.metadata.get("level") == "level-3" else 1
+
     def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
         """Gold calls one per turn (as the system prompt asks), then the gold response where there is one."""
         gold = task.gold if isinstance(task.gold, dict) else {}
