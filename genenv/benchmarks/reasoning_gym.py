@@ -53,6 +53,8 @@ from functools import lru_cache
 from importlib.metadata import version
 from typing import Any, ClassVar
 
+from genenv.envs.expert import replay_actions
+
 from .base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark
 
 try:
@@ -322,6 +324,15 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             "There are no tools here. Solve the problem and reply in plain text with only the final answer, "
             "in the format the problem asks for."
         )
+
+    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+        """The gold answer as the final answer (no tools, no worked solution: reasoning-gym gives answers only)."""
+        answer = (task.gold or {}).get("answer") if isinstance(task.gold, dict) else None
+        return None if answer is None else replay_actions(self, task, [str(answer)])
+
+    def few_shot_exchanges(self) -> list[dict[str, Any]]:
+        """None: with no tools, worked tool-call exchanges only teach a model to imitate tool responses."""
+        return []
 
     # -- scoring --------------------------------------------------------------------------
     def score(self, task: Task, trajectory: Trajectory) -> Score:
