@@ -40,7 +40,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         run_dir=str(cfg.run_dir),
         curriculum=cfg.curriculum.name,
         agent_model=cfg.model.name,
-        simulator_model=cfg.model.name,
+        simulator_model=cfg.get("simulator_model") or cfg.model.name,
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
         agent=GRPOAgentConfig(**agent),
         warm_start=WarmStartConfig(**OmegaConf.to_container(cfg.warm_start, resolve=True)),
