@@ -47,7 +47,7 @@ class WarmStartConfig:
         sft_kwargs: any other :class:`trl.SFTConfig` field; they override the values set here.
     """
 
-    max_examples: int | None = 64
+    max_examples: int | None = 128
     epochs: float = 1.0
     learning_rate: float = 1e-4
     per_device_train_batch_size: int = 4
