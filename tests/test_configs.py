@@ -57,3 +57,17 @@ def test_accelerate_configs_load(path):
     assert config.num_processes >= 2 and config.mixed_precision == "bf16" and not config.use_cpu
     if config.distributed_type == "DEEPSPEED":
         assert config.deepspeed_config["zero_stage"] in (2, 3)
+
+
+@pytest.mark.parametrize("model,few_shot", [("smollm2", "generic"), ("qwen05", "own"), ("tiny", "generic")])
+def test_main_job_config(model, few_shot):
+    """README command 1: base data and a warm start, the held-out split, the model's own few-shot setting."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+bench=reasoning_gym", f"model={model}", "run_dir=/tmp/unused"])
+    config = genenv_config(cfg)
+    assert config.base_split == "train" and config.validation_split == "validation"
+    assert config.warm_start.max_examples > 0 and config.agent.few_shot == few_shot
+    assert config.simulator_model == config.agent_model == model
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+bench=apibank", "simulator_model=smollm2", "run_dir=/tmp/unused"])
+    assert genenv_config(cfg).simulator_model == "smollm2" and genenv_config(cfg).base_split == "train"
