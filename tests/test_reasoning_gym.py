@@ -258,6 +258,9 @@ def test_two_epoch_coevolution_with_tiny_model(tmp_path):
         "coevolution.band_k=0.5",
         "agent.max_new_tokens=8",
         "agent.max_completion_length=128",
+        "agent.num_generations=2",
+        "agent.per_device_train_batch_size=2",
+        "agent.gradient_accumulation_steps=1",
         "rwr.batch_size=2",
     ]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

@@ -180,6 +180,9 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
         "coevolution.simulator_max_new_tokens=8",
         "coevolution.generation_rounds=1",
         "agent.max_new_tokens=8",
+        "agent.num_generations=2",
+        "agent.per_device_train_batch_size=2",
+        "agent.gradient_accumulation_steps=1",
         *extra,
     ]
 
