@@ -21,6 +21,7 @@ from genenv.benchmarks.reasoning_gym import (  # noqa: E402
 )
 from genenv.coevolution import CoEvolutionTrainer, latest_checkpoint  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
+from genenv.envs.expert import replay_expert  # noqa: E402
 from genenv.envs.simulator import to_proposal  # noqa: E402
 from genenv.pools import TaskPool  # noqa: E402
 from genenv.train import genenv_config  # noqa: E402
@@ -280,3 +281,18 @@ def test_two_epoch_coevolution_with_tiny_model(tmp_path):
     assert latest_checkpoint(tmp_path).name == "epoch-0001"
     accepted = TaskPool(tmp_path / "pools").records(status="accepted")
     assert len(accepted) == 2 and accepted[0]["task"]["gold"]["family"] == "chain_sum"
+
+
+def test_expert_trace_of_every_base_task_scores_full_and_shows_the_expression():
+    """D_train's base data (split ``train``): each expert trace, replayed through ToolEnv, records the same
+    messages and solves its task; the arithmetic families' traces write ``expression = answer``."""
+    base = get_benchmark("reasoning_gym", families=["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"])
+    tasks = base.load_tasks("train")
+    assert len(tasks) == 9 * 64
+    for task in tasks:
+        expert = base.expert_messages(task)
+        recorded, score = replay_expert(base, task)
+        assert recorded == expert[-len(recorded) :] and score.value == 1.0, task.task_id
+        reply = expert[-1]["content"]
+        assert reply.endswith(f" = {task.gold['answer']}") and reply.partition(" = ")[0] in task.prompt
+    assert base.expert_messages(Task("x", "reasoning_gym", "p", gold=None)) is None

@@ -326,9 +326,15 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         )
 
     def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
-        """The gold answer as the final answer (no tools, no worked solution: reasoning-gym gives answers only)."""
+        """The gold answer as the final answer (no tools). Where reasoning-gym's entry records the expression it asks
+        about (the arithmetic families), the expert writes ``expression = answer``: the shortest worked form, the one
+        small models write on their own, which :func:`extract_answer` reads as the answer."""
         answer = (task.gold or {}).get("answer") if isinstance(task.gold, dict) else None
-        return None if answer is None else replay_actions(self, task, [str(answer)])
+        if answer is None:
+            return None
+        expression = generate_entry(*_spec(task.gold)).get("metadata", {}).get("expression")
+        reply = f"{expression} = {answer}" if isinstance(expression, str) and expression.strip() else str(answer)
+        return replay_actions(self, task, [reply])
 
     def few_shot_exchanges(self) -> list[dict[str, Any]]:
         """None: with no tools, worked tool-call exchanges only teach a model to imitate tool responses."""
