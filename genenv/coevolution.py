@@ -58,6 +58,7 @@ from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
 from genenv.pools import TaskPool, TracePool
 from genenv.reporting import MetricsReporter
+from genenv.run_lock import RunLock
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +155,17 @@ class CoEvolutionTrainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.processes = PartialState(cpu=not torch.cuda.is_available())
         self.is_main = self.processes.is_main_process
+        self.lock = RunLock(self.run_dir)
+        if self.is_main:
+            self.lock.acquire()
+        try:
+            self._build(resume)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _build(self, resume: bool) -> None:
+        config = self.config
         device = str(self.processes.device)
         self.adapter: BenchmarkAdapter = get_benchmark(
             config.benchmark, data_dir=config.data_dir, **config.adapter_options
@@ -190,24 +202,29 @@ class CoEvolutionTrainer:
             self.validation_tasks = self._validation_tasks()
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
         self.start_epoch = 0
-        if resume:
+        if checkpoint_folders(self.run_dir):
+            if not resume:
+                raise FileExistsError(
+                    f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir"
+                )
             self.start_epoch = self._restore()
-        elif latest_checkpoint(self.run_dir) is not None:
-            raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
-        elif config.base_split and self.is_main:
-            self._add_base_data()
+        elif self.is_main:
+            self._start_over(resume)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> list[dict[str, Any]]:
         """Run the remaining epochs; returns their metrics (also appended to ``metrics.jsonl``)."""
         history = []
-        for epoch in range(self.start_epoch, self.config.epochs):
-            metrics = self.run_epoch(epoch)
-            history.append(metrics)
+        try:
+            for epoch in range(self.start_epoch, self.config.epochs):
+                metrics = self.run_epoch(epoch)
+                history.append(metrics)
+                if self.is_main:
+                    logger.info("epoch %d: %s", epoch, json.dumps(_short(metrics)))
             if self.is_main:
-                logger.info("epoch %d: %s", epoch, json.dumps(_short(metrics)))
-        if self.is_main:
-            self.reporter.close()
+                self.reporter.close()
+        finally:
+            self.lock.release()
         return history
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
@@ -362,6 +379,23 @@ class CoEvolutionTrainer:
         picks = self.rng.choice(len(unique), min(self.config.replay_tasks, len(unique)), replace=False)
         return [Task.from_dict(unique[int(i)]) for i in picks]
 
+    def _start_over(self, resume: bool) -> None:
+        """Epoch 0 from scratch; the records of an earlier run killed before its first checkpoint are set aside."""
+        if committed := [pool.path for pool in (self.traces, self.tasks) if pool.committed_epoch is not None]:
+            raise FileExistsError(
+                f"{committed[0]} holds committed epochs but {self.run_dir / CHECKPOINTS} has no checkpoint: the "
+                "checkpoints were removed, so the run cannot be resumed; choose another run_dir"
+            )
+        moved = sum(len(pool.discard_uncommitted()) for pool in (self.traces, self.tasks))
+        if moved or resume:
+            logger.warning(
+                "%s has no checkpoint yet%s: starting at epoch 0",
+                self.run_dir,
+                f" ({moved} records of an unfinished epoch 0 moved to pools/*.uncommitted.jsonl)" if moved else "",
+            )
+        if self.config.base_split:
+            self._add_base_data()
+
     def _add_base_data(self) -> None:
         """D_train's base data: the training split's tasks, each with its expert trace where it has one."""
         tasks = self.adapter.load_tasks(self.config.base_split)
@@ -495,6 +529,7 @@ class CoEvolutionTrainer:
             "stats": self.stats.to_dict(),
             "rng": self.rng.bit_generator.state,
             "config": self.config.to_dict(),
+            "metrics": metrics,
         }
         (tmp / "state.json").write_text(json.dumps(state, default=str), encoding="utf-8")
         torch.save(torch.get_rng_state(), tmp / "torch_rng.pt")
@@ -504,18 +539,49 @@ class CoEvolutionTrainer:
         _write_atomic(root / LATEST, final.name)
 
     def _restore(self) -> int:
-        """Load the last complete checkpoint and reconcile the pools; returns the next epoch."""
-        checkpoint = latest_checkpoint(self.run_dir)
-        if checkpoint is None:
-            raise FileNotFoundError(f"resume=true but {self.run_dir} has no complete checkpoint")
-        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
-        epoch = int(state["epoch"])
-        self.agent_trainer.load(checkpoint / "agent")
-        torch.set_rng_state(torch.load(checkpoint / "torch_rng.pt"))
+        """Load the newest loadable checkpoint and reconcile the pools; returns the next epoch.
+
+        A damaged checkpoint (unreadable ``state.json``, RNG, optimizer or weights) is skipped with a warning for
+        the next older one, as long as that one is not older than what the pools have committed; otherwise the
+        error names every damaged file."""
+        committed = -1
+        if self.is_main:
+            committed = max((p.committed_epoch for p in (self.traces, self.tasks) if p.committed_epoch is not None),
+                            default=-1)
+        skipped: list[str] = []
+        chosen: Path | None = None
+        for checkpoint in checkpoint_folders(self.run_dir):
+            try:
+                state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+                epoch = int(state["epoch"])
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                skipped.append(f"{checkpoint / 'state.json'}: {error}")
+                continue
+            if epoch < committed:
+                skipped.append(f"{checkpoint}: epoch {epoch} is older than the pools' committed epoch {committed}")
+                break
+            part = checkpoint / "torch_rng.pt"
+            try:
+                rng_state = torch.load(part, weights_only=True)
+                part = checkpoint / "agent"
+                self.agent_trainer.load(part)
+                if self.simulator_trainer is not None:
+                    part = checkpoint / "simulator"
+                    self.simulator_trainer.load(part)
+            except Exception as error:  # noqa: BLE001 - any damaged file: try the next older checkpoint
+                reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                skipped.append(f"{part}: {reason}")
+                logger.warning("resume: %s cannot be loaded (%s); trying an older checkpoint", part, reason)
+                continue
+            chosen = checkpoint
+            break
+        if chosen is None:
+            raise RuntimeError(f"resume: no loadable checkpoint in {self.run_dir}: " + "; ".join(skipped))
+        if skipped:
+            logger.warning("resume: fell back to %s; skipped %s", chosen, "; ".join(skipped))
+        torch.set_rng_state(rng_state)
         if not self.is_main:
             return epoch + 1
-        if self.simulator_trainer is not None:
-            self.simulator_trainer.load(checkpoint / "simulator")
         self.stats = FamilyStats.from_dict(state["stats"])
         self.rng.bit_generator.state = state["rng"]
         for pool in (self.traces, self.tasks):
@@ -526,19 +592,36 @@ class CoEvolutionTrainer:
                 moved = pool.discard_uncommitted()
                 logger.warning("resume: %d records of unfinished epoch %d moved aside", len(moved), epoch + 1)
         if epoch not in logged_epochs(self.run_dir):  # killed between the checkpoint and the metrics line
-            self._log_metrics(state["metrics"])
-        logger.info("resumed from %s; continuing at epoch %d", checkpoint, epoch + 1)
+            if "metrics" in state:
+                self._log_metrics(state["metrics"])
+            else:
+                logger.warning("resume: checkpoint %s predates saved metrics; epoch %d has no metrics line",
+                               chosen, epoch)
+        logger.info("resumed from %s; continuing at epoch %d", chosen, epoch + 1)
         return epoch + 1
 
 
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The last complete checkpoint folder of a run, or ``None``."""
+def checkpoint_folders(run_dir: str | Path) -> list[Path]:
+    """A run's checkpoint folders holding a ``state.json``, the one ``latest`` points at first, then newest first."""
     root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    folders = sorted((f for f in root.glob("epoch-*") if (f / "state.json").exists()), reverse=True)
     pointer = root / LATEST
-    if not pointer.exists():
-        return None
-    folder = root / pointer.read_text(encoding="utf-8").strip()
-    return folder if (folder / "state.json").exists() else None
+    if pointer.exists():
+        target = root / pointer.read_text(encoding="utf-8").strip()
+        if target in folders:
+            folders.remove(target)
+            folders.insert(0, target)
+        else:
+            logger.warning("%s points at %s, which is missing or incomplete", pointer, target.name)
+    return folders
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The checkpoint a resume starts from first (see :func:`checkpoint_folders`), or ``None``."""
+    folders = checkpoint_folders(run_dir)
+    return folders[0] if folders else None
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -1,0 +1,202 @@
+"""A run killed at any write point resumes; damaged checkpoints fall back or fail naming the file; one trainer per
+run folder. Kills are simulated in-process by an exception raised at the write point (the pools' durability under
+a real SIGKILL is covered in test_pools.py and test_train.py)."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from test_train import tiny_config
+
+import genenv.coevolution as coevolution
+from genenv.coevolution import CoEvolutionTrainer, checkpoint_folders, latest_checkpoint, read_metrics
+from genenv.pools import TaskPool, TracePool
+from genenv.run_lock import LOCK_FILE, RunDirLockedError, RunLock
+
+
+class Killed(Exception):
+    """Stands for SIGKILL at a write point."""
+
+
+def _raise(*args, **kwargs):
+    raise Killed
+
+
+def _kill_at(monkeypatch, point: str) -> None:
+    if point == "after base data":
+        monkeypatch.setattr(CoEvolutionTrainer, "_warm_start", _raise)
+    elif point == "before latest":
+        real = coevolution._write_atomic
+        monkeypatch.setattr(
+            coevolution, "_write_atomic", lambda path, text: _raise() if path.name == "latest" else real(path, text)
+        )
+    elif point == "before metrics line":
+        monkeypatch.setattr(CoEvolutionTrainer, "_log_metrics", _raise)
+    elif point == "before traces commit":
+        monkeypatch.setattr(TracePool, "commit", _raise)
+    elif point == "before tasks commit":
+        monkeypatch.setattr(TaskPool, "commit", _raise)
+    else:
+        raise ValueError(point)
+
+
+KILL_POINTS = ["after base data", "before latest", "before metrics line", "before traces commit", "before tasks commit"]
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_killed_at_every_write_point_of_an_epoch_resumes(tmp_path, monkeypatch, point):
+    config = tiny_config(tmp_path, epochs=1)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, point)
+        with pytest.raises(Killed):
+            CoEvolutionTrainer(config).train()
+    assert not (tmp_path / LOCK_FILE).exists()  # the lock is released on the way out
+    history = CoEvolutionTrainer(config, resume=True).train()
+    assert [m["epoch"] for m in read_metrics(tmp_path)] == [0]
+    if point == "after base data":  # epoch 0 was re-run from scratch
+        assert [m["epoch"] for m in history] == [0]
+    traces, tasks = TracePool(tmp_path / "pools"), TaskPool(tmp_path / "pools")
+    assert traces.committed_epoch == tasks.committed_epoch == 0 and not traces.uncommitted()
+    base = traces.records(source="base")
+    assert len(base) == len({r["task"]["task_id"] for r in base})  # base data never doubled
+    assert latest_checkpoint(tmp_path).name == "epoch-0000"
+
+
+def test_killed_in_epoch_0_a_plain_restart_starts_over(tmp_path, monkeypatch, caplog):
+    config = tiny_config(tmp_path, epochs=1)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, "after base data")
+        with pytest.raises(Killed):
+            CoEvolutionTrainer(config).train()
+    with caplog.at_level(logging.WARNING):
+        CoEvolutionTrainer(config).train()
+    assert "no checkpoint yet" in caplog.text
+    assert (tmp_path / "pools" / "traces.uncommitted.jsonl").exists()  # set aside, not deleted
+    assert [m["epoch"] for m in read_metrics(tmp_path)] == [0]
+
+
+@pytest.fixture(scope="module")
+def two_epoch_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
+    return run_dir
+
+
+def _copy(run_dir, tmp_path):
+    subprocess.run(["cp", "-a", f"{run_dir}/.", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def _damage(run_dir, what: str) -> None:
+    latest = run_dir / "checkpoints" / "epoch-0001"
+    if what == "state.json":
+        path = latest / "state.json"
+        path.write_text(path.read_text()[:40])
+    elif what == "torch_rng.pt":
+        (latest / "torch_rng.pt").write_bytes(b"not a tensor")
+    elif what == "weights":
+        for path in (latest / "agent").rglob("*.safetensors"):
+            path.write_bytes(path.read_bytes()[:100])
+    elif what == "latest":
+        (run_dir / "checkpoints" / "latest").write_text("epoch-0007")
+
+
+@pytest.mark.parametrize("what", ["state.json", "torch_rng.pt", "weights"])
+def test_a_damaged_checkpoint_the_pools_moved_past_fails_naming_the_file(two_epoch_run, tmp_path, what):
+    run_dir = _copy(two_epoch_run, tmp_path)
+    _damage(run_dir, what)
+    with pytest.raises(RuntimeError, match="epoch-0001") as error:
+        CoEvolutionTrainer(tiny_config(run_dir, epochs=3), resume=True)
+    named = {"state.json": "epoch-0001/state.json", "torch_rng.pt": "epoch-0001/torch_rng.pt", "weights": "epoch-0001/agent"}
+    assert named[what] in str(error.value) and "older than the pools' committed epoch 1" in str(error.value)
+    assert not (run_dir / LOCK_FILE).exists()
+
+
+def test_a_damaged_checkpoint_newer_than_the_pools_falls_back(two_epoch_run, tmp_path, caplog):
+    """Killed in epoch 1 after its checkpoint folder was renamed into place but before anything else: if that
+    folder is damaged, the epoch-0 checkpoint (which the pools agree with) is used and epoch 1 is re-run."""
+    run_dir = _copy(two_epoch_run, tmp_path)
+    metrics = read_metrics(run_dir)
+    (run_dir / "metrics.jsonl").write_text(json.dumps(metrics[0]) + "\n")
+    for name in ("traces", "tasks"):  # the pools' commit back at epoch 0; epoch 1's records left uncommitted
+        lines = (run_dir / "pools" / f"{name}.jsonl").read_bytes().splitlines(keepends=True)
+        kept = [line for line in lines if json.loads(line)["epoch"] == 0]
+        meta_path = run_dir / "pools" / f"{name}.meta.json"
+        meta = json.loads(meta_path.read_text())
+        meta.update(committed=len(kept), epoch=0, bytes=sum(len(line) for line in kept))
+        meta_path.write_text(json.dumps(meta))
+    _damage(run_dir, "torch_rng.pt")
+    with caplog.at_level(logging.WARNING):
+        trainer = CoEvolutionTrainer(tiny_config(run_dir, epochs=2), resume=True)
+    assert trainer.start_epoch == 1 and "fell back to" in caplog.text and "torch_rng.pt" in caplog.text
+    trainer.train()
+    assert [m["epoch"] for m in read_metrics(run_dir)] == [0, 1]
+    assert TracePool(run_dir / "pools").committed_epoch == 1
+
+
+def test_latest_pointing_at_a_missing_folder_uses_the_newest_complete_one(two_epoch_run, tmp_path, caplog):
+    run_dir = _copy(two_epoch_run, tmp_path)
+    _damage(run_dir, "latest")
+    with caplog.at_level(logging.WARNING):
+        assert [f.name for f in checkpoint_folders(run_dir)] == ["epoch-0001", "epoch-0000"]
+    assert "epoch-0007" in caplog.text
+    trainer = CoEvolutionTrainer(tiny_config(run_dir, epochs=2), resume=True)
+    assert trainer.start_epoch == 2
+
+
+def test_checkpoint_keeps_the_metrics_line_and_old_checkpoints_without_it_still_resume(two_epoch_run, tmp_path):
+    run_dir = _copy(two_epoch_run, tmp_path)
+    state_path = run_dir / "checkpoints" / "epoch-0001" / "state.json"
+    state = json.loads(state_path.read_text())
+    assert state["metrics"]["epoch"] == 1
+    del state["metrics"]  # a checkpoint written before metrics were kept
+    state_path.write_text(json.dumps(state))
+    (run_dir / "metrics.jsonl").write_text(json.dumps(read_metrics(run_dir)[0]) + "\n")
+    trainer = CoEvolutionTrainer(tiny_config(run_dir, epochs=2), resume=True)
+    assert trainer.start_epoch == 2
+
+
+def test_a_second_trainer_on_a_run_folder_in_use_stops_naming_the_holder(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+        for resume in (False, True):
+            with pytest.raises(RunDirLockedError, match=f"pid {holder.pid}"):
+                CoEvolutionTrainer(tiny_config(tmp_path), resume=resume)
+        assert not (tmp_path / "pools").exists()  # nothing was touched
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_stale_lock_is_taken_over(tmp_path, caplog):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename}))
+    with caplog.at_level(logging.WARNING), RunLock(tmp_path) as lock:
+        assert lock.held and json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid()
+    assert "stale lock" in caplog.text and not (tmp_path / LOCK_FILE).exists()
+
+
+def test_another_hosts_lock_is_never_taken_over(tmp_path):
+    (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": 1, "host": "elsewhere"}))
+    with pytest.raises(RunDirLockedError, match="host elsewhere"):
+        RunLock(tmp_path).acquire()
+
+
+def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+        result = subprocess.run(
+            [sys.executable, "-m", "genenv.train", "+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}"],
+            cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert result.returncode != 0 and f"pid {holder.pid}" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
