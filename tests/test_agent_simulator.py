@@ -94,3 +94,21 @@ def test_env_with_simulator_falls_back_visibly(tiny_policy):
     strict = ToolEnv(ToyAdapter(), task_source="simulator", simulator=simulator, simulator_attempts=1, fallback="error")
     with pytest.raises(RuntimeError, match="no valid toy task"):
         strict.reset(seed=0)
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_numbers_in_a_simulator_task_are_rejected_at_parse_time(number):
+    with pytest.raises(ValueError, match="simulator output"):
+        extract_json_object('{"api": "RecordHealthData", "value": %s}' % number)
+
+
+def test_an_adapter_that_raises_while_validating_rejects_the_task_not_the_epoch():
+    class Raising(ToyAdapter):
+        def validate_task(self, task):
+            raise TypeError("'NoneType' object is not subscriptable")
+
+    adapter = Raising()
+    family = adapter.families()[0]
+    example = adapter.generation_examples(family, 1, np.random.default_rng(0))[0]
+    proposal = to_proposal(adapter, family, [], json.dumps(example))
+    assert proposal.task is None and proposal.reject_reason.startswith("invalid: validation raised TypeError")

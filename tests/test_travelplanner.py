@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import data_dir
 
-from genenv.benchmarks.base import ToolCall, Trajectory
+from genenv.benchmarks.base import Task, ToolCall, Trajectory
 from genenv.benchmarks.travelplanner import TravelPlannerAdapter
 from genenv.benchmarks.travelplanner.evaluation import evaluate_plan, total_cost
 from genenv.benchmarks.travelplanner.plan import PlanFormatError, parse_plan
@@ -365,3 +365,11 @@ def test_generation_hooks(adapter):
     assert schema["properties"]["days"]["enum"] == [5] and schema["properties"]["cities"]["minItems"] == 2
     examples = adapter.generation_examples("hard-3day", 2, rng)
     assert len(examples) == 2 and all(e["days"] == 3 and level_of(e["local_constraint"]) == "hard" for e in examples)
+
+
+@pytest.mark.parametrize(
+    "gold", [None, {"query": None}, {"query": {"org": None}}, {"query": "text"}, {"query": {}, "cities": [1]}]
+)
+def test_validate_task_rejects_malformed_gold_without_raising(adapter, gold):
+    ok, reason = adapter.validate_task(Task("t", "travelplanner", "a request", gold, source="generated"))
+    assert not ok and reason

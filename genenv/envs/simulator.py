@@ -11,6 +11,8 @@ their reason, so nothing is lost.
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,8 @@ import numpy as np
 
 from genenv.agents.generation import SamplingConfig, generate_chat
 from genenv.benchmarks.base import BenchmarkAdapter, Task
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,7 +47,7 @@ class Proposal:
 
 def extract_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in ``text`` (code fences and surrounding prose allowed)."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_constant=_reject_non_finite, parse_float=_finite_float)
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object in the simulator output")
@@ -53,6 +57,17 @@ def extract_json_object(text: str) -> dict[str, Any]:
         raise ValueError(f"invalid JSON in the simulator output: {error}") from None
     if not isinstance(value, dict):
         raise ValueError("the simulator output is not a JSON object")
+    return value
+
+
+def _reject_non_finite(constant: str) -> float:
+    raise ValueError(f"non-finite number {constant} in the simulator output")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} overflows to {value} in the simulator output")
     return value
 
 
@@ -180,7 +195,15 @@ def to_proposal(adapter: BenchmarkAdapter, family: str, messages: list[dict[str,
     except (ValueError, KeyError, TypeError) as error:
         proposal.reject_reason = f"unparsable: {error}"
         return proposal
-    ok, reason = adapter.validate_task(task)
+    except Exception as error:  # noqa: BLE001 - an adapter bug on odd input rejects the task, never the epoch
+        logger.warning("%s.parse_task raised %s on a simulator output", type(adapter).__name__, type(error).__name__)
+        proposal.reject_reason = f"unparsable: {type(error).__name__}: {error}"
+        return proposal
+    try:
+        ok, reason = adapter.validate_task(task)
+    except Exception as error:  # noqa: BLE001
+        logger.warning("%s.validate_task raised %s", type(adapter).__name__, type(error).__name__)
+        ok, reason = False, f"validation raised {type(error).__name__}: {error}"
     if ok:
         proposal.task = task
     else:

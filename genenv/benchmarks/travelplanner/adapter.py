@@ -610,8 +610,13 @@ class TravelPlannerAdapter(BenchmarkAdapter):
         try:
             query = task.gold["query"]
             cities = list(task.gold.get("cities") or [])
-        except (TypeError, KeyError):
+        except (TypeError, KeyError, AttributeError):
             return False, "task has no structured query"
+        fields = {"org": str, "dest": str, "days": int, "visiting_city_number": int, "budget": int}
+        if not isinstance(query, dict) or not all(isinstance(query.get(k), t) for k, t in fields.items()):
+            return False, "the task's query lacks org, dest, days, visiting_city_number or budget"
+        if not all(isinstance(city, str) for city in cities):
+            return False, "the task's cities must be names"
         db = self.db
         problems = []
         if query["org"] not in db.city_state:
