@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from datetime import date
 
 import gymnasium as gym
@@ -144,6 +145,31 @@ def test_plan_formats(train):
     ]  # fmt: skip
     with pytest.raises(PlanFormatError, match="day 2"):
         parse_plan('[{"days": 1}, "day two"]')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 32 + "a," * 15000 + "]" * 32,  # nested spans: parsed once, not once per start and end
+        "[" * 32 + "[]" * 15000,
+        "{" * 32 + '"a": [' * 5000,
+        "\n" * 16000 + "x",  # the day-header and field patterns on long blank or space runs
+        "Day 1:\nLunch" + " " * 32000 + "x",
+        "Day 1" + " " * 32000 + "x",
+        "- " + "*" * 32000,
+    ],
+)
+def test_parse_plan_is_fast_on_hostile_text(text):
+    started = time.perf_counter()
+    with pytest.raises(PlanFormatError):
+        parse_plan(text)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_plan_found_among_other_brackets(train):
+    gold = train[0].gold["plan"]
+    assert parse_plan(f"Note [1]: here's my plan {gold!r} and [x] {{y}}") == gold
+    assert parse_plan(f"[draft, {gold!r}]") == gold  # a plan nested in a span that is not a literal
 
 
 def test_aggregate_is_the_official_arithmetic(adapter, train):
