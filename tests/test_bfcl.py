@@ -19,6 +19,7 @@ from genenv.benchmarks.bfcl.candidates import (
     ast_candidates,
     decoder_probes,
     multi_turn_candidates,
+    operation_candidates,
     relevance_candidates,
     trajectory_of,
 )
@@ -181,6 +182,13 @@ def test_math_power_with_a_huge_exponent_is_answered_at_once():
     assert result.startswith("Error during execution: Exceeds the limit")
     assert backends.run(ExecCall("power", {"base": 2, "exponent": 10})) == '{"result": 1024}'
     assert backends.run(ExecCall("power", {"base": 2.0, "exponent": 10**9})).startswith("Error during execution:")
+
+
+def test_gold_written_as_literal_operations_passes(adapter):
+    for task in adapter.load_tasks("simple_python")[:10]:
+        for candidate in operation_candidates(task.metadata["functions"], task.gold):
+            kind = candidate.label.split(":")[0]
+            assert adapter.judge(task, candidate.text).valid == (kind == "operation_literal"), candidate.text
 
 
 def _gold_turns(task):
