@@ -234,6 +234,22 @@ def test_user_turns_split_at_plain_answers():
     assert user_turns(trajectory) == [["[cd(folder='a')]", "[ls()]", "Done."], ["Done."], ["[pwd()]", "Done."]]
 
 
+def test_refused_actions_cost_a_turn_and_nothing_else(adapter):
+    (task,) = [t for t in adapter.load_tasks("simple_python") if t.task_id == "simple_python_0"]
+    good = "[calculate_triangle_area(base=10, height=5, unit='units')]"
+    huge = "[calculate_triangle_area(base=" + "1" * 10_000_000 + ")]"
+    refused = [Turn(action=huge, error="action_too_long"), Turn(action="[f(", error="malformed_call")]
+    started = time.perf_counter()
+    assert adapter.score(task, Trajectory(turns=[*refused, Turn(action=good)])).value == 1.0
+    assert time.perf_counter() - started < 1.0  # the refused 10 MB action is not re-parsed
+    irrelevance = adapter.load_tasks("irrelevance")[0]
+    score = adapter.score(irrelevance, Trajectory(turns=refused))  # no accepted answer: no reward
+    assert score.value == 0.0 and score.breakdown["error_type"] == "no_answer"
+    steps = trajectory_of([["[cd(folder='a')]"]])
+    steps.turns.insert(0, Turn(action=huge, error="action_too_long"))
+    assert user_turns(steps) == [["[cd(folder='a')]", "Done."]]
+
+
 texts = st.one_of(
     st.text(max_size=300),
     st.sampled_from([c.text for c in decoder_probes("calculate_triangle_area", "base")]),
