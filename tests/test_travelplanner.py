@@ -17,6 +17,7 @@ from genenv.benchmarks.travelplanner import TravelPlannerAdapter
 from genenv.benchmarks.travelplanner.evaluation import evaluate_plan, total_cost
 from genenv.benchmarks.travelplanner.plan import PlanFormatError, parse_plan
 from genenv.benchmarks.travelplanner.query import level_of, parse_query
+from genenv.benchmarks.travelplanner.tools import MAX_NOTEBOOK_CHARS, MAX_NOTEBOOK_ENTRIES
 
 
 @pytest.fixture(scope="module")
@@ -304,6 +305,18 @@ def test_two_stage_tools(two_stage):
     assert run("RestaurantSearch", city=3).error == "wrong_type"
     sole = TravelPlannerAdapter(data_dir("travelplanner"))
     assert sole.execute(sole.start(task), ToolCall("FlightSearch", {})).error == "unknown_tool"
+
+
+def test_notebook_is_bounded(two_stage):
+    task = two_stage.load_tasks("train")[0]
+    state = two_stage.start(task)
+    run = lambda name, **kw: two_stage.execute(state, ToolCall(name, kw))  # noqa: E731
+    run("RestaurantSearch", city="Rockford")
+    writes = [run("NotebookWrite", description="x" * 1000) for _ in range(MAX_NOTEBOOK_ENTRIES + 10)]
+    assert all(w.error is None for w in writes[:8])
+    refused = [w for w in writes if w.error]
+    assert refused and "notebook is full" in refused[0].observation
+    assert len(run("Planner", query="q").observation) < MAX_NOTEBOOK_CHARS + 10 * MAX_NOTEBOOK_ENTRIES + 200
 
 
 # -- generated tasks ------------------------------------------------------------------------
