@@ -119,6 +119,9 @@ def test_scoring_decodes_like_bfcl_eval(adapter):
         "[f(a=(3 ** 512) ** 512)]",
         '<tool_call>\n{"name": "f", "arguments": {"x": }}\n</tool_call>',  # JSON that does not load
         '<tool_call>\n{"name": "f", "arguments": 3}\n</tool_call>',
+        "[f(x=" + "1+" * 16000 + "1)]",  # too deep for Python's parser
+        "[f(x=" + "[" * 300 + "]" * 300 + ")]",
+        "[f(x=1, y=)]",  # broken arguments
     ],
 )
 def test_undecodable_calls_are_calls_for_relevance(adapter, text):
@@ -129,7 +132,9 @@ def test_undecodable_calls_are_calls_for_relevance(adapter, text):
     assert contains_call(text)
 
 
-@pytest.mark.parametrize("text", ["I cannot help with that.", "[]", "[f(x=1]", "<tool_call> is the format"])
+@pytest.mark.parametrize(
+    "text", ["I cannot help with that.", "[]", "[f(x=1]", "<tool_call> is the format", "Note (see above)", "[f(x)+1]"]
+)
 def test_answers_without_a_call_shape_are_not_calls(text):
     assert not contains_call(text)
 

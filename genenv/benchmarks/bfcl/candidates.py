@@ -417,6 +417,8 @@ def call_shape_probes(name: str, param: str) -> list[Candidate]:
         "f_string": f"[{n}({p}=f'x')]",
         "conditional": f"[{n}({p}=1 if True else 2)]",
         "comprehension": f"[{n}({p}=[i for i in (1, 2)])]",
+        "broken_arguments": f"[{n}({p}=1, other=)]",
+        "too_deep_to_parse": f"[{n}({p}=" + "[" * 300 + "]" * 300 + ")]",
         "tagged_arguments_not_object": f'<tool_call>\n{{"name": "{n}", "arguments": 3}}\n</tool_call>',
         "tagged_json_broken": f'<tool_call>\n{{"name": "{n}", "arguments": {{"{p}": }}}}\n</tool_call>',
     }

@@ -44,6 +44,8 @@ from typing import Any
 from .official import java_parser, js_parser
 
 TOOL_CALL_TAG = "<tool_call>"
+#: a call list as text: ``[name(`` ... ``)]``, whatever lies between (for texts Python cannot parse)
+_CALL_TEXT = re.compile(r"\[\s*[A-Za-z_][\w.]*\(.*\)\s*\]", re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
 #: largest integer (in bits) a computed operation may produce (10 ** 308 fits, 10 ** 700 does not)
 MAX_INT_BITS = 1024
@@ -101,9 +103,9 @@ def contains_call(text: str) -> bool:
 
     The official check: the answer decodes to a non-empty call list. In addition, an answer with the
     shape of a call counts as one even when its arguments cannot be decoded (a deliberate deviation
-    that closes a reward hack): a Python text that parses as a call or a list of calls, or a
-    ``<tool_call>`` block holding an object with a ``"name"`` (or, when its JSON does not load, a
-    ``"name":`` key).
+    that closes a reward hack): a Python text that parses as a call or a list of calls, a text
+    Python cannot parse that reads ``[name(...)]`` (too deep, broken arguments), or a ``<tool_call>``
+    block holding an object with a ``"name"`` (or, when its JSON does not load, a ``"name":`` key).
     """
     try:
         if not is_empty_output(decode_ast(text, "python")):
@@ -128,10 +130,11 @@ def has_call_shape(text: str) -> bool:
             if type(item) is dict and "name" in item:
                 return True
         return False
+    source = _wrap(text).strip().strip("'")
     try:
-        body = ast.parse(_wrap(text).strip().strip("'"), mode="eval").body
+        body = ast.parse(source, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+        return _CALL_TEXT.fullmatch(source) is not None  # unparsable (too deep, broken arguments) but call-shaped
     if isinstance(body, ast.Call):
         return True
     elements = body.elts if isinstance(body, (ast.List, ast.Tuple, ast.Set)) else []
