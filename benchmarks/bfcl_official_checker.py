@@ -1,9 +1,11 @@
 """Official BFCL verdicts for candidate model outputs: run inside a venv with the full ``bfcl-eval``.
 
-    /work/bfclenv/bin/python benchmarks/bfcl_official_checker.py < requests.jsonl > verdicts.jsonl
+    /work/bfclenv/bin/python benchmarks/bfcl_official_checker.py [--stub-sdks] < requests.jsonl > verdicts.jsonl
 
 Used by ``benchmarks/bfcl_parity.py``; it needs ``bfcl-eval==2026.3.23`` importable with its checker,
-i.e. installed with its provider SDKs (all but sentence-transformers and torch suffice). Each request
+i.e. installed with its provider SDKs (all but sentence-transformers and torch suffice), or, with
+``--stub-sdks``, installed ``--no-deps``: the provider SDKs the handler modules import at load time and
+that are missing are then replaced by empty stand-in modules (the checker never calls a provider). Each request
 line is ``{"kind": "ast"|"relevance"|"multi_turn", "id": <entry id>, "category": ..., "text": ...}``
 (``"turns": [[step texts]]`` for multi-turn). Each answer line is ``{"valid": bool|null, "error_type":
 ...}`` (``null`` where bfcl-eval raised), in order; a last line ``{"seconds": {kind: s}}`` gives the time
@@ -19,20 +21,85 @@ through the tree-sitter parsers) for ``[f(a=1)]`` texts, Qwen3's function-callin
 from __future__ import annotations
 
 import copy
+import importlib.abc
+import importlib.machinery
 import json
 import sys
 import time
+import types
 from collections import defaultdict
 
-from bfcl_eval.constants.enums import Language, ReturnFormat
-from bfcl_eval.eval_checker import eval_runner
-from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-from bfcl_eval.utils import is_java, is_js, load_dataset_entry, load_ground_truth_entry
-
 PROMPTING, FUNCTION_CALLING = "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B-FC"
+#: provider SDKs (and their helpers) that bfcl-eval's handler modules import but its checker never calls
+STUBBED_SDKS = frozenset(
+    {"anthropic", "openai", "mistralai", "cohere", "boto3", "writerai", "google", "qwen_agent", "dotenv",
+     "sentence_transformers", "faiss", "serpapi", "rank_bm25", "transformers", "wandb", "overrides",
+     "datamodel_code_generator", "tenacity", "httpx", "bs4"}
+)  # fmt: skip
+
+
+class _StandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Empty modules for missing provider SDKs: any attribute is a fresh exception class."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201 - importlib protocol
+        root = name.split(".")[0]
+        if root not in STUBBED_SDKS:
+            return None
+        if any(f.find_spec(name, path) for f in sys.meta_path if f is not self and hasattr(f, "find_spec")):
+            return None  # installed: the real module
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        module.__getattr__ = lambda attribute: _stand_in_class(spec.name, attribute)
+        return module
+
+    def exec_module(self, module):  # noqa: ANN001, ANN201
+        return None
+
+
+class _StandInType(type):
+    """Attributes of a stand-in class (``cohere.types.ToolV2``) are stand-in classes too."""
+
+    def __getattr__(cls, attribute: str) -> type:
+        return _stand_in_class(cls.__module__, attribute)
+
+    def __call__(cls, *args: object, **kwargs: object) -> object:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]  # used as a decorator (``@override``): the function itself
+        return super().__call__(*args, **kwargs)
+
+    def __getitem__(cls, item: object) -> type:
+        return cls
+
+    def __or__(cls, other: object) -> type:
+        return cls
+
+    __ror__ = __or__
+
+
+def _stand_in_class(module: str, attribute: str) -> type:
+    """An exception class (for ``except``) that, like its instances, decorates and combines (``|``) as a no-op."""
+    if attribute.startswith("__"):
+        raise AttributeError(attribute)
+    namespace = {
+        "__module__": module,
+        "__init__": lambda self, *args, **kwargs: None,
+        "__or__": lambda self, other: self,
+        "__call__": lambda self, *args, **kwargs: args[0] if len(args) == 1 and callable(args[0]) else self,
+    }
+    return _StandInType(attribute, (Exception,), namespace)
 
 
 def main() -> None:
+    if "--stub-sdks" in sys.argv[1:]:
+        sys.meta_path.insert(0, _StandIn())
+    from bfcl_eval.constants.enums import Language, ReturnFormat
+    from bfcl_eval.eval_checker import eval_runner
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+    from bfcl_eval.utils import is_java, is_js, load_dataset_entry, load_ground_truth_entry
+
     handlers = {name: eval_runner.get_handler(name) for name in (PROMPTING, FUNCTION_CALLING)}
     loaded: dict[str, dict[str, tuple[dict, object]]] = {}
 

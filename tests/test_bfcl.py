@@ -1,6 +1,7 @@
 """BFCL v4: official AST verdicts on gold answers and perturbations, hallucination, multi-turn replay, env."""
 
 import json
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -18,10 +19,12 @@ from genenv.benchmarks.bfcl.candidates import (
     ast_candidates,
     decoder_probes,
     multi_turn_candidates,
+    operation_candidates,
     relevance_candidates,
     trajectory_of,
 )
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE, language
+from genenv.benchmarks.bfcl.decoding import DecodeError, ExecCall, contains_call, decode_ast
 from genenv.benchmarks.bfcl.multi_turn import Backends
 from genenv.envs.simulator import Simulator
 
@@ -107,6 +110,92 @@ def test_scoring_decodes_like_bfcl_eval(adapter):
         assert adapter.judge(task, text).valid == valid, text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[f(x=len('abc') + 1)]",  # a call inside an operation: never evaluated, still a call
+        "[f(base=int('10') + 0)]",
+        "[f(a=10 ** 700)]",  # beyond the size bound: not decoded, still a call
+        "[f(a=(3 ** 512) ** 512)]",
+        '<tool_call>\n{"name": "f", "arguments": {"x": }}\n</tool_call>',  # JSON that does not load
+        '<tool_call>\n{"name": "f", "arguments": 3}\n</tool_call>',
+        "[f(x=" + "1+" * 16000 + "1)]",  # too deep for Python's parser
+        "[f(x=" + "[" * 300 + "]" * 300 + ")]",
+        "[f(x=1, y=)]",  # broken arguments
+    ],
+)
+def test_undecodable_calls_are_calls_for_relevance(adapter, text):
+    irrelevance = adapter.load_tasks("irrelevance")[0]
+    relevance = adapter.load_tasks("live_relevance")[0]
+    assert not adapter.judge(irrelevance, text).valid  # the reward hack: no irrelevance reward for a call
+    assert adapter.judge(relevance, text).valid
+    assert contains_call(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["I cannot help with that.", "[]", "[f(x=1]", "<tool_call> is the format", "Note (see above)", "[f(x)+1]"]
+)
+def test_answers_without_a_call_shape_are_not_calls(text):
+    assert not contains_call(text)
+
+
+@pytest.mark.parametrize(
+    "argument, value",
+    [
+        ("{'a': 1} | {'b': 2}", {"a": 1, "b": 2}),
+        ("[{'x': 1}] + []", [{"x": 1}]),
+        ("{1, 2} | {3}", {1, 2, 3}),
+        ("{**{'a': 1}, 'b': 2} | {}", {"a": 1, "b": 2}),
+        ("(1, 2) + (3,)", (1, 2, 3)),
+        ("'%03d' % 7", "007"),
+        ("2 ** -2", 0.25),
+        ("10 ** 300", 10**300),
+        ("-(2 ** 3) + ~1", -10),
+    ],
+)
+def test_literal_operations_are_computed_as_eval_does(argument, value):
+    assert decode_ast(f"[f(a={argument})]") == [{"f": {"a": value}}]
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        "10 ** 700",
+        "'ab' * 60000",
+        "((3**512)**512)**512",
+        "[[0]*100000]*100000",
+        "1 << 100000",
+        "'%999999999d' % 1",
+        "'%*d' % (999999999, 1)",
+        "[1] * 10 ** 300",
+        "int('10') + 0",  # calls and names inside operations are never evaluated
+        "x + 1",
+    ],
+)
+def test_operations_beyond_the_bound_are_refused_quickly(argument):
+    started = time.perf_counter()
+    with pytest.raises(DecodeError):
+        decode_ast(f"[f(a={argument})]")
+    assert time.perf_counter() - started < 0.1
+
+
+def test_math_power_with_a_huge_exponent_is_answered_at_once():
+    backends = Backends(["MathAPI"], {}, False)
+    started = time.perf_counter()
+    result = backends.run(ExecCall("power", {"base": 10, "exponent": 10**9}))
+    assert time.perf_counter() - started < 1.0
+    assert result.startswith("Error during execution: Exceeds the limit")
+    assert backends.run(ExecCall("power", {"base": 2, "exponent": 10})) == '{"result": 1024}'
+    assert backends.run(ExecCall("power", {"base": 2.0, "exponent": 10**9})).startswith("Error during execution:")
+
+
+def test_gold_written_as_literal_operations_passes(adapter):
+    for task in adapter.load_tasks("simple_python")[:10]:
+        for candidate in operation_candidates(task.metadata["functions"], task.gold):
+            kind = candidate.label.split(":")[0]
+            assert adapter.judge(task, candidate.text).valid == (kind == "operation_literal"), candidate.text
+
+
 def _gold_turns(task):
     backends = Backends(task.metadata["involved_classes"], task.metadata["initial_config"], False)
     return [[{c.name: c.arguments} for c in map(backends.keyword_form, turn)] for turn in task.gold]
@@ -148,6 +237,22 @@ def test_multi_turn_variants_replay(adapter, category):
 def test_user_turns_split_at_plain_answers():
     trajectory = trajectory_of([["[cd(folder='a')]", "[ls()]"], [], ["[pwd()]"]])
     assert user_turns(trajectory) == [["[cd(folder='a')]", "[ls()]", "Done."], ["Done."], ["[pwd()]", "Done."]]
+
+
+def test_refused_actions_cost_a_turn_and_nothing_else(adapter):
+    (task,) = [t for t in adapter.load_tasks("simple_python") if t.task_id == "simple_python_0"]
+    good = "[calculate_triangle_area(base=10, height=5, unit='units')]"
+    huge = "[calculate_triangle_area(base=" + "1" * 10_000_000 + ")]"
+    refused = [Turn(action=huge, error="action_too_long"), Turn(action="[f(", error="malformed_call")]
+    started = time.perf_counter()
+    assert adapter.score(task, Trajectory(turns=[*refused, Turn(action=good)])).value == 1.0
+    assert time.perf_counter() - started < 1.0  # the refused 10 MB action is not re-parsed
+    irrelevance = adapter.load_tasks("irrelevance")[0]
+    score = adapter.score(irrelevance, Trajectory(turns=refused))  # no accepted answer: no reward
+    assert score.value == 0.0 and score.breakdown["error_type"] == "no_answer"
+    steps = trajectory_of([["[cd(folder='a')]"]])
+    steps.turns.insert(0, Turn(action=huge, error="action_too_long"))
+    assert user_turns(steps) == [["[cd(folder='a')]", "Done."]]
 
 
 texts = st.one_of(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from datetime import date
 
 import gymnasium as gym
@@ -16,6 +17,7 @@ from genenv.benchmarks.travelplanner import TravelPlannerAdapter
 from genenv.benchmarks.travelplanner.evaluation import evaluate_plan, total_cost
 from genenv.benchmarks.travelplanner.plan import PlanFormatError, parse_plan
 from genenv.benchmarks.travelplanner.query import level_of, parse_query
+from genenv.benchmarks.travelplanner.tools import MAX_NOTEBOOK_CHARS, MAX_NOTEBOOK_ENTRIES
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +146,31 @@ def test_plan_formats(train):
     ]  # fmt: skip
     with pytest.raises(PlanFormatError, match="day 2"):
         parse_plan('[{"days": 1}, "day two"]')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 32 + "a," * 15000 + "]" * 32,  # nested spans: parsed once, not once per start and end
+        "[" * 32 + "[]" * 15000,
+        "{" * 32 + '"a": [' * 5000,
+        "\n" * 16000 + "x",  # the day-header and field patterns on long blank or space runs
+        "Day 1:\nLunch" + " " * 32000 + "x",
+        "Day 1" + " " * 32000 + "x",
+        "- " + "*" * 32000,
+    ],
+)
+def test_parse_plan_is_fast_on_hostile_text(text):
+    started = time.perf_counter()
+    with pytest.raises(PlanFormatError):
+        parse_plan(text)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_plan_found_among_other_brackets(train):
+    gold = train[0].gold["plan"]
+    assert parse_plan(f"Note [1]: here's my plan {gold!r} and [x] {{y}}") == gold
+    assert parse_plan(f"[draft, {gold!r}]") == gold  # a plan nested in a span that is not a literal
 
 
 def test_aggregate_is_the_official_arithmetic(adapter, train):
@@ -278,6 +305,18 @@ def test_two_stage_tools(two_stage):
     assert run("RestaurantSearch", city=3).error == "wrong_type"
     sole = TravelPlannerAdapter(data_dir("travelplanner"))
     assert sole.execute(sole.start(task), ToolCall("FlightSearch", {})).error == "unknown_tool"
+
+
+def test_notebook_is_bounded(two_stage):
+    task = two_stage.load_tasks("train")[0]
+    state = two_stage.start(task)
+    run = lambda name, **kw: two_stage.execute(state, ToolCall(name, kw))  # noqa: E731
+    run("RestaurantSearch", city="Rockford")
+    writes = [run("NotebookWrite", description="x" * 1000) for _ in range(MAX_NOTEBOOK_ENTRIES + 10)]
+    assert all(w.error is None for w in writes[:8])
+    refused = [w for w in writes if w.error]
+    assert refused and "notebook is full" in refused[0].observation
+    assert len(run("Planner", query="q").observation) < MAX_NOTEBOOK_CHARS + 10 * MAX_NOTEBOOK_ENTRIES + 200
 
 
 # -- generated tasks ------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark
+from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, Turn, register_benchmark
 from .checker import Verdict, check_ast
 from .data import (
     AST_LIVE,
@@ -233,8 +233,11 @@ class BFCLAdapter(BenchmarkAdapter):
         if category in MULTI_TURN:
             verdict = self._score_multi_turn(task, trajectory)
         else:
-            text = trajectory.turns[0].action if trajectory.turns else ""
-            verdict = self.judge(task, text)
+            answers = [turn.action for turn in trajectory.turns if accepted(turn)]
+            if answers:
+                verdict = self.judge(task, answers[0])
+            else:
+                verdict = Verdict(False, "no_answer", ["every action was refused (too long, empty or unreadable)"])
         breakdown = {"category": category, "valid": verdict.valid, "error_type": verdict.error_type}
         if verdict.errors:
             breakdown["errors"] = verdict.errors[:3]
@@ -390,11 +393,20 @@ def _env_call(name: str, arguments: dict[str, Any]) -> ExecCall:
     return ExecCall(name, copy.deepcopy(arguments))
 
 
+def accepted(turn: Turn) -> bool:
+    """Whether ToolEnv accepted the action: a refused one (too long, empty, unreadable) has an error and
+    no calls; it cost the agent a turn and is not scored (nor re-parsed)."""
+    return turn.error is None or bool(turn.calls)
+
+
 def user_turns(trajectory: Trajectory) -> list[list[str]]:
-    """The agent's messages grouped by user turn: a plain-text answer (no call, no error) closes a turn."""
+    """The agent's accepted messages grouped by user turn: a plain-text answer (no call, no error) closes
+    a turn; refused actions are left out."""
     turns: list[list[str]] = []
     current: list[str] | None = None
     for turn in trajectory.turns:
+        if not accepted(turn):
+            continue
         if current is None:
             current = []
             turns.append(current)

@@ -327,6 +327,104 @@ def decoder_probes(name: str, param: str) -> list[Candidate]:
     return [Candidate(f"probe_{i}", text, None) for i, text in enumerate(texts)]
 
 
+def operation_candidates(functions: list[dict], ground_truth: list[dict]) -> list[Candidate]:
+    """The gold answer (Python format) with its first call's arguments written as operations.
+
+    Labels ``operation_literal:*`` (literals only, dict/list/set included: computed as ``eval`` does),
+    ``operation_with_call:*`` (a call inside the operation: ``eval`` computes it, genenv never does) and
+    ``operation_oversize:*`` (a literal term beyond genenv's size bound, cancelled out by ``eval``).
+    Verdicts are not fixed by construction; the parity run compares them with bfcl-eval's.
+    """
+    gold = gold_calls(functions, ground_truth, "python")
+    if not gold:
+        return []
+    first_name, first_args = next(iter(gold[0].items()))
+    out = []
+    for param, value in first_args.items():
+        for label, source in _operation_forms(value):
+            calls = [{first_name: {**first_args, param: _Source(source)}}, *gold[1:]]
+            out.append(Candidate(f"{label}:{param}", render(calls, functions, "python", "python"), None))
+    return out
+
+
+class _Source(str):
+    """Argument source text rendered as is (an operation), not as a literal."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _operation_forms(value: Any) -> list[tuple[str, str]]:
+    """``(label, source)`` pairs whose ``eval`` equals ``value``."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int):
+        return [
+            ("operation_literal:int", f"({value - 3}) + 3"),
+            ("operation_literal:int_power", f"{value} * 2 ** 0"),
+            ("operation_with_call:int", f"int({str(value)!r}) + 0"),
+            ("operation_oversize:int", f"({value} + 10 ** 700) - 10 ** 700"),
+        ]
+    if isinstance(value, float):
+        return [
+            ("operation_literal:float", f"{value!r} * 1"),
+            ("operation_with_call:float", f"float({value!r}) + 0"),
+        ]
+    if isinstance(value, str):
+        half = len(value) // 2
+        return [
+            ("operation_literal:str", f"{value[:half]!r} + {value[half:]!r}"),
+            ("operation_literal:str_format", f"'%s' % ({value!r},)"),
+            ("operation_with_call:str", f"str({value!r}) + ''"),
+            ("operation_oversize:str", f"{value!r} + 'ab' * 60000 * 0"),
+        ]
+    if isinstance(value, list):
+        return [
+            ("operation_literal:list", f"{value[:1]!r} + {value[1:]!r}"),
+            ("operation_literal:list_of_dicts", f"{value!r} + [{{'k': 1}}] * 0"),
+            ("operation_with_call:list", f"list({value!r}) + []"),
+            ("operation_oversize:list", f"{value!r} + [0] * 60000 * 0"),
+        ]
+    if isinstance(value, dict):
+        items = list(value.items())
+        return [
+            ("operation_literal:dict", f"{dict(items[:1])!r} | {dict(items[1:])!r}"),
+            ("operation_literal:dict_unpacked", f"{{**{value!r}}} | {{}}"),
+            ("operation_with_call:dict", f"dict({value!r}) | {{}}"),
+        ]
+    if isinstance(value, tuple):
+        return [("operation_literal:tuple", f"{value[:1]!r} + {value[1:]!r}")]
+    return []
+
+
+def call_shape_probes(name: str, param: str) -> list[Candidate]:
+    """Answers shaped like calls whose arguments may not decode (relevance and irrelevance).
+
+    Labels ``call_shape:*``; genenv counts each as a call, bfcl-eval only those it can decode.
+    """
+    n, p = name, param
+    texts = {
+        "call_in_operation": f"[{n}({p}=len('abc') + 1)]",
+        "call_in_operation_int": f"[{n}({p}=int('10') + 0)]",
+        "name_in_operation": f"[{n}({p}=some_value + 1)]",
+        "negated_name": f"[{n}({p}=-some_value)]",
+        "oversize_power": f"[{n}({p}=10 ** 700)]",
+        "oversize_repeat": f"[{n}({p}='ab' * 60000)]",
+        "set_literal": f"[{n}({p}={{1, 2}})]",
+        "dict_operation": f"[{n}({p}={{'a': 1}} | {{'b': 2}})]",
+        "set_operation": f"[{n}({p}={{1}} | {{2}})]",
+        "list_of_dicts_operation": f"[{n}({p}=[{{'a': 1}}] + [])]",
+        "f_string": f"[{n}({p}=f'x')]",
+        "conditional": f"[{n}({p}=1 if True else 2)]",
+        "comprehension": f"[{n}({p}=[i for i in (1, 2)])]",
+        "broken_arguments": f"[{n}({p}=1, other=)]",
+        "too_deep_to_parse": f"[{n}({p}=" + "[" * 300 + "]" * 300 + ")]",
+        "tagged_arguments_not_object": f'<tool_call>\n{{"name": "{n}", "arguments": 3}}\n</tool_call>',
+        "tagged_json_broken": f'<tool_call>\n{{"name": "{n}", "arguments": {{"{p}": }}}}\n</tool_call>',
+    }
+    return [Candidate(f"call_shape:{label}", text, None) for label, text in texts.items()]
+
+
 def _wrong_value(value: Any) -> Any:
     if isinstance(value, bool):
         return None

@@ -14,8 +14,16 @@ Two output formats are accepted:
   Java and JavaScript categories use ``bfcl_eval``'s own tree-sitter parsers.
 
 Nothing is ever evaluated. The one place where the official decoder calls ``eval`` (a binary operation
-such as ``2*3`` or ``'a'+'b'`` in an argument) is computed here for literal operands only; an
-operation on names or calls, which ``eval`` might still compute, fails to decode here.
+such as ``2*3``, ``'a'+'b'`` or ``{'a': 1} | {'b': 2}`` in an argument) is computed here by walking the
+AST, for operands built of literals (numbers, text, lists, tuples, dicts, sets) only, and only when
+the result's size, predicted before computing, stays within :data:`MAX_INT_BITS` and
+:data:`MAX_LITERAL_SIZE`. Two documented deviations follow: an operation holding a name or a call
+(``int('10') + 0``), which ``eval`` might compute, fails to decode here, and so does a literal
+operation beyond the bound (``10 ** 700``, ``'ab' * 60000``).
+
+:func:`contains_call` (relevance and irrelevance) goes further than the official check: an answer
+with the shape of a call is a call even when its arguments do not decode, so that
+``[f(x=len('abc') + 1)]`` cannot earn the irrelevance reward.
 
 :func:`decode_execute` gives the multi-turn form: per call the function name and the keyword
 arguments exactly as ``eval`` of the official ``decoded_output_to_execution_list`` string would pass
@@ -36,9 +44,13 @@ from typing import Any
 from .official import java_parser, js_parser
 
 TOOL_CALL_TAG = "<tool_call>"
+#: a call list as text: ``[name(`` ... ``)]``, whatever lies between (for texts Python cannot parse)
+_CALL_TEXT = re.compile(r"\[\s*[A-Za-z_][\w.]*\(.*\)\s*\]", re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
-_MAX_POWER_EXPONENT = 512
-_MAX_SEQUENCE_RESULT = 100_000
+#: largest integer (in bits) a computed operation may produce (10 ** 308 fits, 10 ** 700 does not)
+MAX_INT_BITS = 1024
+#: largest computed text, list, tuple, dict or set: characters plus elements, counted deep
+MAX_LITERAL_SIZE = 100_000
 
 
 class DecodeError(ValueError):
@@ -87,12 +99,46 @@ def is_empty_output(decoded: Any) -> bool:
 
 
 def contains_call(text: str) -> bool:
-    """Whether ``text`` holds a function call, as the official relevance/irrelevance check decides."""
+    """Whether ``text`` holds a function call (relevance and irrelevance scoring).
+
+    The official check: the answer decodes to a non-empty call list. In addition, an answer with the
+    shape of a call counts as one even when its arguments cannot be decoded (a deliberate deviation
+    that closes a reward hack): a Python text that parses as a call or a list of calls, a text
+    Python cannot parse that reads ``[name(...)]`` (too deep, broken arguments), or a ``<tool_call>``
+    block holding an object with a ``"name"`` (or, when its JSON does not load, a ``"name":`` key).
+    """
     try:
-        decoded = decode_ast(text, "python")
+        if not is_empty_output(decode_ast(text, "python")):
+            return True
     except DecodeError:
+        pass
+    return has_call_shape(text)
+
+
+def has_call_shape(text: str) -> bool:
+    """Whether ``text`` is shaped like a call answer, whatever its arguments hold (nothing decoded)."""
+    if not isinstance(text, str):
         return False
-    return not is_empty_output(decoded)
+    if TOOL_CALL_TAG in text:
+        for body in _TAGGED.findall(text):
+            try:
+                item = json.loads(body)
+            except (ValueError, RecursionError):
+                if re.search(r'"name"\s*:', body):
+                    return True
+                continue
+            if type(item) is dict and "name" in item:
+                return True
+        return False
+    source = _wrap(text).strip().strip("'")
+    try:
+        body = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _CALL_TEXT.fullmatch(source) is not None  # unparsable (too deep, broken arguments) but call-shaped
+    if isinstance(body, ast.Call):
+        return True
+    elements = body.elts if isinstance(body, (ast.List, ast.Tuple, ast.Set)) else []
+    return bool(elements) and all(isinstance(e, ast.Call) for e in elements)
 
 
 def _wrap(text: str) -> str:
@@ -208,34 +254,118 @@ _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.i
 
 
 def _literal_arithmetic(node: ast.expr) -> Any:
-    """Python's value of an expression of literals and operators (what ``eval`` gives), bounded."""
+    """What ``eval`` gives for an operation on literals, computed by walking the AST, or :class:`DecodeError`.
+
+    Every result's size is predicted from its operands before it is computed, so that no text of
+    ``max_action_chars`` can make this slow or large (``((3**512)**512)**512``, ``[[0]*100000]*100000``).
+    """
+    value, _ = _bounded_literal(node)
+    return value
+
+
+def _bounded_literal(node: ast.expr) -> tuple[Any, int]:
+    """``(value, size)`` of a literal expression; size is counted by :func:`_size_of_constant` and deep."""
     if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        values = [_literal_arithmetic(v) for v in node.elts]
-        return values if isinstance(node, ast.List) else tuple(values)
+        return node.value, _size_of_constant(node.value)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_bounded_literal(v) for v in node.elts]
+        size = _checked_size(1 + sum(s for _, s in items))
+        values = [v for v, _ in items]
+        if isinstance(node, ast.List):
+            return values, size
+        if isinstance(node, ast.Tuple):
+            return tuple(values), size
+        return _computed(node, set, values), size
+    if isinstance(node, ast.Dict):
+        return _bounded_dict(node)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_literal_arithmetic(node.operand))
+        operand, size = _bounded_literal(node.operand)
+        return _computed(node, _UNARY[type(node.op)], operand), size
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _literal_arithmetic(node.left), _literal_arithmetic(node.right)
-        if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > _MAX_POWER_EXPONENT:
-            raise DecodeError("exponent too large to compute")
-        if isinstance(node.op, ast.LShift) and isinstance(right, int) and right > _MAX_POWER_EXPONENT:
-            raise DecodeError("shift too large to compute")
-        if isinstance(node.op, ast.Mult) and _repeat_size(left, right) > _MAX_SEQUENCE_RESULT:
-            raise DecodeError("sequence repetition too large")
-        try:
-            return _BINARY[type(node.op)](left, right)
-        except (ArithmeticError, TypeError, ValueError) as error:
-            raise DecodeError(f"cannot compute {ast.unparse(node)}: {error}") from None
-    raise DecodeError(f"only literal arithmetic is computed, not {type(node).__name__} (never evaluated)")
+        (left, left_size), (right, right_size) = _bounded_literal(node.left), _bounded_literal(node.right)
+        size = _predicted_size(node.op, left, left_size, right, right_size)
+        return _computed(node, _BINARY[type(node.op)], left, right), size
+    raise DecodeError(f"only operations on literals are computed, not {type(node).__name__} (never evaluated)")
 
 
-def _repeat_size(left: Any, right: Any) -> int:
-    for seq, count in ((left, right), (right, left)):
-        if isinstance(seq, (str, bytes, list, tuple)) and isinstance(count, int):
-            return len(seq) * max(count, 0)
-    return 0
+def _bounded_dict(node: ast.Dict) -> tuple[dict[Any, Any], int]:
+    result: dict[Any, Any] = {}
+    size = 1
+    for key_node, value_node in zip(node.keys, node.values):
+        value, value_size = _bounded_literal(value_node)
+        if key_node is None:  # {**other}
+            if not isinstance(value, dict):
+                raise DecodeError(f"cannot compute {ast.unparse(node)}: ** needs a mapping")
+            result.update(value)
+        else:
+            key, key_size = _bounded_literal(key_node)
+            _computed(node, result.__setitem__, key, value)
+            value_size += key_size
+        size = _checked_size(size + value_size)
+    return result, size
+
+
+def _computed(node: ast.expr, function: Any, *operands: Any) -> Any:
+    try:
+        return function(*operands)
+    except (ArithmeticError, TypeError, ValueError) as error:
+        raise DecodeError(f"cannot compute {ast.unparse(node)}: {error}") from None
+
+
+def _size_of_constant(value: Any) -> int:
+    """Characters of text, decimal digits of an integer (upper bound), 1 for anything else."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, int):
+        return value.bit_length() // 3 + 1
+    return 1
+
+
+def _checked_size(size: int) -> int:
+    if size > MAX_LITERAL_SIZE:
+        raise DecodeError(f"the computed value would exceed {MAX_LITERAL_SIZE} elements and characters")
+    return size
+
+
+_FORMAT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _predicted_size(op: ast.operator, left: Any, left_size: int, right: Any, right_size: int) -> int:
+    """The size of ``left <op> right`` before it is computed; :class:`DecodeError` beyond the bounds."""
+    if _is_int(left) and _is_int(right):
+        bits = max(left.bit_length(), right.bit_length()) + 1
+        if isinstance(op, ast.Mult):
+            bits = left.bit_length() + right.bit_length()
+        elif isinstance(op, ast.LShift):
+            bits = left.bit_length() + max(right, 0)
+        elif isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
+            bits = math.ceil(right * math.log2(abs(left))) + 1
+        if bits > MAX_INT_BITS:
+            raise DecodeError(f"the computed integer would exceed {MAX_INT_BITS} bits")
+        return bits // 3 + 1
+    if isinstance(op, ast.Mult):
+        for sequence, sequence_size, count in ((left, left_size, right), (right, right_size, left)):
+            if isinstance(sequence, (str, bytes, list, tuple)) and _is_int(count):
+                return _checked_size(sequence_size * max(count, 0))
+    if isinstance(op, ast.Mod) and isinstance(left, (str, bytes)):
+        return _checked_size(_formatted_size(left, right_size))
+    return _checked_size(left_size + right_size)
+
+
+def _formatted_size(template: str | bytes, arguments_size: int) -> int:
+    """An upper bound on the size of ``template % arguments`` (each field may repeat all arguments)."""
+    text = template.decode("latin-1") if isinstance(template, bytes) else template
+    fields = _FORMAT_FIELD.findall(text)
+    widths = [int(n) for field in fields for n in field if n.isdigit()]
+    if any(n == "*" for field in fields for n in field):
+        raise DecodeError("a '*' width in a computed format is not computed")
+    if any(w > MAX_LITERAL_SIZE for w in widths):
+        raise DecodeError(f"a format width beyond {MAX_LITERAL_SIZE} is not computed")
+    return len(text) + len(fields) * (max(widths, default=0) + 10 * arguments_size + 10)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)
 
 
 # -- multi-turn (execution) decoding ---------------------------------------------------------------

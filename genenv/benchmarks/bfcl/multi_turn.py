@@ -21,6 +21,8 @@ import ast
 import copy
 import inspect
 import json
+import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,11 +62,13 @@ class Backends:
         method = self.methods.get(call.name)
         if method is None:
             return f"{ERROR_PREFIX}name {call.name.split('.')[0]!r} is not defined"
+        if _unprintable_power(method, args, call.arguments):
+            return ERROR_PREFIX + _INT_DIGITS_ERROR
         try:
             result = method(*copy.deepcopy(list(args)), **copy.deepcopy(call.arguments))
+            return format_result(result)
         except Exception as error:  # noqa: BLE001 - a failing tool call is a result, as upstream records it
             return ERROR_PREFIX + str(error)
-        return format_result(result)
 
     def run_source(self, source: str) -> str:
         """Execute a ground-truth call string such as ``"cd(folder='document')"`` (literals only)."""
@@ -92,6 +96,33 @@ class Backends:
     def public_state(self, class_name: str) -> dict[str, Any]:
         """The attributes the state check compares (those not starting with ``_``)."""
         return {k: v for k, v in vars(self.instances[class_name]).items() if not k.startswith("_")}
+
+
+_INT_DIGITS_ERROR = (
+    f"Exceeds the limit ({sys.get_int_max_str_digits()} digits) for integer string conversion; "
+    "use sys.set_int_max_str_digits() to increase the limit"
+)
+
+
+def _unprintable_power(method: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether a ``MathAPI.power`` call would compute an integer too long to print.
+
+    Upstream computes it (minutes for a huge exponent) and then fails to turn it into text, which
+    gives the result ``"Error during execution: Exceeds the limit (4300 digits) ..."``; this answers
+    that same result at once, from the predicted number of digits.
+    """
+    owner = getattr(method, "__self__", None)
+    if getattr(method, "__name__", "") != "power" or type(owner).__name__ != "MathAPI":
+        return False
+    try:
+        bound = inspect.signature(method).bind(*args, **kwargs).arguments
+    except TypeError:
+        return False
+    base, exponent = bound.get("base"), bound.get("exponent")
+    if not (isinstance(base, int) and isinstance(exponent, int)) or exponent <= 0 or abs(base) < 2:
+        return False
+    limit = sys.get_int_max_str_digits()
+    return limit > 0 and exponent * math.log10(abs(base)) >= limit + 1
 
 
 def format_result(result: Any) -> str:

@@ -48,6 +48,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     ),
 ]
 TOOL_NAMES = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
+#: what the notebook keeps per episode (so that ``Planner``, which shows all of it, stays bounded too)
+MAX_NOTEBOOK_ENTRIES = 64
+MAX_NOTEBOOK_CHARS = 200_000
 _PARAMS = {s["function"]["name"]: list(s["function"]["parameters"]["properties"]) for s in TOOL_SCHEMAS}
 
 
@@ -133,6 +136,17 @@ def _cities(db: TravelDatabase, episode: TwoStageState, state: str) -> StepResul
 def _notebook_write(db: TravelDatabase, episode: TwoStageState, description: str) -> StepResult:
     if episode.latest is None:
         return StepResult("Nothing to write: search first, then call NotebookWrite.", error="execution_error")
+    if len(episode.notebook) >= MAX_NOTEBOOK_ENTRIES:
+        return StepResult(
+            f"The notebook is full ({MAX_NOTEBOOK_ENTRIES} entries): call Planner and answer with the plan.",
+            error="execution_error",
+        )
+    used = sum(len(d) + len(c) for d, c in episode.notebook)
+    if used + len(description) + len(episode.latest) > MAX_NOTEBOOK_CHARS:
+        return StepResult(
+            f"The notebook is full ({MAX_NOTEBOOK_CHARS} characters): call Planner and answer with the plan.",
+            error="execution_error",
+        )
     episode.notebook.append((description, episode.latest))
     text = f"The information has been recorded in Notebook, and its index is {len(episode.notebook) - 1}."
     return StepResult(text, output=text)
