@@ -57,7 +57,7 @@ def test_generated_task_with_failing_gold_call_is_rejected():
 
 
 def test_benchmark_tasks_and_bad_actions():
-    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1")
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1", expose_gold=True)
     _, info = env.reset(seed=3)
     assert info["task_origin"] == "benchmark" and info["task"]["split"] == "level-1"
     for action, kind in [

@@ -203,7 +203,7 @@ def test_answer_extraction():
 
 
 def test_env_plays_benchmark_episode_and_refuses_tool_calls():
-    env = gym.make("GenEnv-ReasoningGym-v0", families=FAMILIES, task_source="benchmark", **SIZES)
+    env = gym.make("GenEnv-ReasoningGym-v0", families=FAMILIES, task_source="benchmark", expose_gold=True, **SIZES)
     obs, info = env.reset(seed=0)
     task = info["task"]
     assert info["tools"] == [] and task["split"] == "test" and task["prompt"] in obs
@@ -221,7 +221,7 @@ def test_env_plays_a_generated_task():
     assert info["task_origin"] == "simulator" and info["task"]["source"] == "generated"
     assert info["family"] == "chain_sum@1"
     assert [bool(r["reject_reason"]) for r in env.unwrapped.generation_log] == [True, False]
-    _, reward, terminated, _, _ = env.step(f"<answer>{info['task']['gold']['answer']}</answer>")
+    _, reward, terminated, _, _ = env.step(f"<answer>{env.unwrapped.task.gold['answer']}</answer>")
     assert terminated and reward == 1.0
 
 

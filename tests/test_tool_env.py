@@ -24,7 +24,7 @@ def test_spaces_are_text_and_check_env_passes(env):
 def test_episode_tool_call_then_answer(env):
     obs, info = env.reset(seed=0, options={"task": ToyAdapter()._task(2, 3, "train")})
     assert "What is 2 + 3?" in obs and '"name": "add"' in obs
-    assert info["task"]["gold"] == {"sum": 5} and info["tools"][0]["function"]["name"] == "add"
+    assert "gold" not in info["task"] and info["tools"][0]["function"]["name"] == "add"
     obs, reward, terminated, truncated, info = env.step(CALL)
     assert obs == '{"result": 5}' and reward == 0.0 and not terminated and not truncated
     assert info["error"] is None
@@ -94,3 +94,76 @@ def test_random_actions_never_raise(action):
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(action)
     assert isinstance(obs, str) and 0.0 <= reward <= 1.0
+
+
+def test_gold_reaches_info_only_when_asked():
+    task = ToyAdapter()._task(2, 3, "train")
+    hidden = ToolEnv(ToyAdapter(), split="train")
+    _, info = hidden.reset(seed=0, options={"task": task})
+    assert "gold" not in info["task"] and "gold" not in hidden.step(CALL)[4]["task"]
+    shown = ToolEnv(ToyAdapter(), split="train", expose_gold=True)
+    _, info = shown.reset(seed=0, options={"task": task})
+    assert info["task"]["gold"] == {"sum": 5}
+    shown.reset(seed=0, options={"task": info["task"]})  # a task from info replays
+
+
+def test_action_space_is_what_the_env_accepts():
+    env = ToolEnv(ToyAdapter(), split="train", max_action_chars=64)
+    assert env.action_space.max_length == 64
+    env.action_space.seed(0)
+    for _ in range(50):
+        env.reset(seed=0)
+        action = env.action_space.sample()
+        assert env.action_space.contains(action)
+        assert env.step(action)[4]["error"] != "action_too_long"
+    assert not env.action_space.contains("x" * 65)
+
+
+def test_calls_beyond_the_per_action_limit_are_not_run():
+    env = ToolEnv(ToyAdapter(), split="train", max_calls_per_action=2)
+    env.reset(seed=0, options={"task": ToyAdapter()._task(2, 3, "train")})
+    observation, _, _, _, info = env.step(CALL * 5)
+    assert info["error"] == "too_many_calls" and "5 tool calls; only the first 2 run" in observation
+    assert len(env.trajectory.turns[-1].calls) == 2
+    with pytest.raises(ValueError, match="max_calls_per_action"):
+        ToolEnv(ToyAdapter(), split="train", max_calls_per_action=0)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ("task", "must be a dict"),
+        ({"task": 3}, "must be a Task or a dict"),
+        ({"task": {"prompt": "x"}}, "lacks"),
+        ({"task": {"task_id": "t", "benchmark": "toy", "prompt": "x", "gold": {}, "colour": 1}}, "is not a task"),
+    ],
+)
+def test_reset_with_bad_options_raises_one_value_error(env, options, message):
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0, options=options)
+
+
+def test_deepcopy_and_pickle_copy_an_episode_in_progress():
+    import copy
+    import pickle
+
+    env = ToolEnv(ToyAdapter(), split="train")
+    env.reset(seed=0, options={"task": ToyAdapter()._task(2, 3, "train")})
+    env.step(CALL)
+    for twin in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
+        assert twin.messages == env.messages and twin.adapter is not env.adapter
+        assert twin.step("5")[1] == env.__class__.step(copy.deepcopy(env), "5")[1] == 1.0
+
+
+def test_an_env_whose_adapter_cannot_be_copied_says_so():
+    import copy
+    import pickle
+    import threading
+
+    adapter = ToyAdapter()
+    adapter.session = threading.Lock()  # as an ONNX session or a game engine
+    env = ToolEnv(adapter, split="train")
+    with pytest.raises(TypeError, match="cannot be copied or pickled"):
+        copy.deepcopy(env)
+    with pytest.raises(TypeError, match="cannot be copied or pickled"):
+        pickle.dumps(env)

@@ -11,8 +11,10 @@ earn 0 and come back with ``info["error"]`` set.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import pickle
 import string
 from typing import Any, Literal
 
@@ -52,7 +54,12 @@ class ToolEnv(gym.Env[str, str]):
         simulator: a :class:`~genenv.envs.simulator.Simulator` or a model name for one (default
             ``"smollm2"``, loaded on the first ``reset``).
         max_turns: episode length limit; reaching it (or the adapter's ``turn_limit`` of the task) truncates.
-        max_action_chars: longer actions are refused with ``info["error"] == "action_too_long"``.
+        max_action_chars: longer actions are refused with ``info["error"] == "action_too_long"`` (the
+            ``action_space`` holds exactly the strings up to this length).
+        max_calls_per_action: tool calls one action may make; the calls beyond it are not run, and the turn's
+            error is ``too_many_calls``.
+        expose_gold: put the task's gold answer into ``info["task"]`` (off: wrappers and loggers see the task
+            without its answer).
         max_observation_chars: tool output beyond this is cut, and the cut is stated.
         simulator_attempts: generation batches tried per ``reset`` before giving up.
         fallback: what ``reset`` does when the simulator wrote no valid task in
@@ -73,6 +80,8 @@ class ToolEnv(gym.Env[str, str]):
         simulator: Any = "smollm2",
         max_turns: int = 8,
         max_action_chars: int = 32_768,
+        max_calls_per_action: int = 16,
+        expose_gold: bool = False,
         max_observation_chars: int = 16_384,
         simulator_attempts: int = 4,
         fallback: Literal["benchmark", "error"] = "benchmark",
@@ -98,13 +107,17 @@ class ToolEnv(gym.Env[str, str]):
         self.generation_log: list[dict[str, Any]] = []
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
+        if max_calls_per_action < 1:
+            raise ValueError(f"max_calls_per_action must be at least 1, got {max_calls_per_action}")
+        self.max_calls_per_action = max_calls_per_action
+        self.expose_gold = expose_gold
         self.max_observation_chars = max_observation_chars
         self.simulator_attempts = simulator_attempts
         self.fallback = fallback
         self.render_mode = render_mode
 
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
-        self.action_space = UnicodeText(MAX_TEXT_CHARS)
+        self.action_space = UnicodeText(max_action_chars)
 
         self.task: Task | None = None
         self.trajectory = Trajectory()
@@ -163,9 +176,11 @@ class ToolEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Start an episode. ``options={"task": Task | dict}`` plays that task instead of sampling."""
         super().reset(seed=seed)
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"reset options must be a dict, not {type(options).__name__}")
         forced = (options or {}).get("task")
         if forced is not None:
-            self.task = forced if isinstance(forced, Task) else Task.from_dict(forced)
+            self.task = _as_task(forced)
             self._task_origin = "options"
         else:
             self.task, self._task_origin = self._sample_task()
@@ -225,6 +240,13 @@ class ToolEnv(gym.Env[str, str]):
             self.trajectory.final_answer = action.strip()
             return "", True
         outputs = []
+        if len(calls) > self.max_calls_per_action:
+            turn.error = "too_many_calls"
+            outputs.append(
+                f"Error (too_many_calls): the action makes {len(calls)} tool calls; only the first "
+                f"{self.max_calls_per_action} run."
+            )
+            calls = calls[: self.max_calls_per_action]
         for call in calls:
             result = self._execute(call)
             turn.calls.append(call)
@@ -256,7 +278,7 @@ class ToolEnv(gym.Env[str, str]):
 
     def _info(self, *, tools: list | None = None, error: str | None = None, score: Score | None = None) -> dict:
         info: dict[str, Any] = {
-            "task": self.task.to_dict() if self.task else None,
+            "task": self._public_task(),
             "family": self.adapter.family(self.task) if self.task else None,
             "task_origin": self._task_origin,
             "turn": len(self.trajectory.turns),
@@ -270,10 +292,57 @@ class ToolEnv(gym.Env[str, str]):
             info["score_breakdown"] = score.breakdown
         return info
 
+    def _public_task(self) -> dict[str, Any] | None:
+        if self.task is None:
+            return None
+        task = self.task.to_dict()
+        if not self.expose_gold:
+            del task["gold"]
+        return task
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolEnv:
+        try:
+            copy.deepcopy(self.adapter, memo)
+        except Exception as error:  # noqa: BLE001 - whatever the adapter holds (an ONNX session, a game engine)
+            raise TypeError(_not_copyable(self.adapter, error)) from error
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        return new
+
+    def __getstate__(self) -> dict[str, Any]:
+        try:
+            pickle.dumps(self.adapter)
+        except Exception as error:  # noqa: BLE001
+            raise TypeError(_not_copyable(self.adapter, error)) from error
+        return self.__dict__.copy()
+
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
         return "\n".join(f"[{m['role']}] {m['content']}" for m in self.messages)
+
+
+def _not_copyable(adapter: BenchmarkAdapter, error: Exception) -> str:
+    return (
+        f"this {adapter.name} env cannot be copied or pickled: its adapter holds {type(error).__name__}: {error}; "
+        "make another env with gym.make(...) instead"
+    )
+
+
+def _as_task(value: Any) -> Task:
+    if isinstance(value, Task):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"options['task'] must be a Task or a dict, not {type(value).__name__}")
+    missing = [key for key in ("task_id", "benchmark", "prompt", "gold") if key not in value]
+    if missing:
+        raise ValueError(f"options['task'] lacks {missing} (info['task'] holds 'gold' only with expose_gold=True)")
+    try:
+        return Task.from_dict(value)
+    except TypeError as error:
+        raise ValueError(f"options['task'] is not a task: {error}") from None
 
 
 def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory) -> Score:
