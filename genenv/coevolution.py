@@ -52,6 +52,7 @@ from genenv.agents.models import load_policy
 from genenv.agents.rollout import shown_exchanges
 from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.config import check_types
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
 from genenv.envs.expert import expert_conversation
 from genenv.envs.simulator import Proposal, Simulator
@@ -135,12 +136,18 @@ class GenEnvConfig:
     report_to: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.curriculum not in ("genenv", "random", "static"):
-            raise ValueError(f"curriculum must be genenv, random or static, got {self.curriculum!r}")
-        if self.epochs < 1 or self.tasks_per_epoch < 1:
-            raise ValueError("epochs and tasks_per_epoch must be at least 1")
+        check_types(self, "coevolution")
+        for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
+                     "simulator_max_new_tokens", "validation_limit", "stats_window"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"coevolution.{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("replay_tasks", "beta", "band_k", "lam", "simulator_temperature"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"coevolution.{name} must be >= 0, got {getattr(self, name)}")
+        if self.static_pool_size is not None and self.static_pool_size < 1:
+            raise ValueError(f"coevolution.static_pool_size must be at least 1 or null, got {self.static_pool_size}")
         if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+            raise ValueError(f"coevolution.alpha must lie in [0, 1], got {self.alpha}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,6 +177,12 @@ class CoEvolutionTrainer:
         self.adapter: BenchmarkAdapter = get_benchmark(
             config.benchmark, data_dir=config.data_dir, **config.adapter_options
         )
+        for key in ("base_split", "validation_split"):
+            split = getattr(config, key)
+            if split is not None and split not in self.adapter.splits:
+                raise ValueError(
+                    f"coevolution.{key}={split!r}: {config.benchmark} has the splits {', '.join(self.adapter.splits)}"
+                )
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         self.stats = FamilyStats(window=config.stats_window)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -28,3 +32,42 @@ def adapter_options(cfg: DictConfig) -> dict:
     """Keyword arguments of the benchmark adapter: the bench config's ``options`` mapping."""
     options = cfg.bench.get("options")
     return dict(OmegaConf.to_container(options, resolve=True)) if options else {}
+
+
+def check_types(config: Any, prefix: str) -> None:
+    """Raise one ``ValueError`` naming ``prefix.field`` for the first dataclass field whose value does not have its
+    annotated type (``epochs=abc``, ``epochs=1.5``): a bad setting stops a run before anything is loaded."""
+    hints = typing.get_type_hints(type(config))
+    for item in dataclasses.fields(config):
+        value, hint = getattr(config, item.name), hints[item.name]
+        if not _matches(value, hint):
+            raise ValueError(f"{prefix}.{item.name} must be {_describe(hint)}, got {value!r}")
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if origin in (list, tuple):
+        return isinstance(value, (list, tuple))
+    if origin is not None:
+        return isinstance(value, origin)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _describe(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(repr(arg) for arg in typing.get_args(hint))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
+    return "null" if hint is type(None) else getattr(hint, "__name__", str(hint))

@@ -71,3 +71,35 @@ def test_main_job_config(model, few_shot):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["+bench=apibank", "simulator_model=smollm2", "run_dir=/tmp/unused"])
     assert genenv_config(cfg).simulator_model == "smollm2" and genenv_config(cfg).base_split == "train"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("coevolution.epochs=abc", "coevolution.epochs must be int, got 'abc'"),
+        ("coevolution.epochs=1.5", "coevolution.epochs must be int, got 1.5"),
+        ("coevolution.simulator_batch_size=0", "coevolution.simulator_batch_size must be at least 1"),
+        ("coevolution.band_k=-0.1", "coevolution.band_k must be >= 0"),
+        ("agent.learning_rate=-1e-5", "agent.learning_rate must be positive"),
+        ("agent.num_generations=two", "agent.num_generations must be int"),
+        ("warm_start.learning_rate=-1", "warm_start.epochs and warm_start.learning_rate must be > 0"),
+        ("rwr.lora_r=1.5", "rwr.lora_r must be int"),
+    ],
+)
+def test_bad_settings_stop_before_anything_loads_naming_the_key(override, message):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+bench=reasoning_gym", "model=tiny", "run_dir=/tmp/unused", override])
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        genenv_config(cfg)
+
+
+def test_a_split_the_benchmark_lacks_is_named(tmp_path):
+    from genenv.coevolution import CoEvolutionTrainer
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=["+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}", "coevolution.validation_split=dev"],
+        )
+    with pytest.raises(ValueError, match="coevolution.validation_split='dev': reasoning_gym has the splits test"):
+        CoEvolutionTrainer(genenv_config(cfg))

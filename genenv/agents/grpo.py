@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from genenv.config import check_types
 from genenv.agents.rollout import Episode, GenerateFn, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.envs.tool_env import render_prompt
@@ -159,6 +160,9 @@ class GRPOAgentConfig:
     grpo_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_types(self, "agent")
+        if self.learning_rate <= 0:
+            raise ValueError(f"agent.learning_rate must be positive, got {self.learning_rate}")
         if self.num_generations < 2:
             raise ValueError(f"GRPO needs num_generations >= 2, got {self.num_generations}")
         if self.max_new_tokens < 1 or self.max_completion_length < self.max_new_tokens:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from genenv.config import check_types
 from genenv.agents.generation import render_chat
 from genenv.agents.rollout import ToolSuffix, few_shot_conversation
 
@@ -58,6 +59,7 @@ class WarmStartConfig:
     sft_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_types(self, "warm_start")
         if self.max_examples is not None and self.max_examples < 0:
             raise ValueError(f"warm_start.max_examples must be >= 0 or null, got {self.max_examples}")
         if self.epochs <= 0 or self.learning_rate <= 0:

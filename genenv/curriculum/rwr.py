@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from genenv.config import check_types
 from genenv.agents.generation import render_chat
 from genenv.agents.models import Policy
 from genenv.curriculum.reward import rwr_weight
@@ -100,6 +101,7 @@ class RWRConfig:
 
     def __post_init__(self) -> None:
         self.target_modules = tuple(self.target_modules)
+        check_types(self, "rwr")
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
         if self.lora_r < 1:
