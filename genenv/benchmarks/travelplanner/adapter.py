@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, ClassVar
 
+from ...envs.expert import replay_actions
 from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark, require_files
 from .database import HOW_TO_GET, TravelDatabase, extract_before_parenthesis
 from .evaluation import COMMONSENSE, HARD, count_hard_constraints, evaluate_plan, extract_from_to
@@ -297,6 +298,16 @@ class TravelPlannerAdapter(BenchmarkAdapter):
 
     def tools(self, task: Task) -> list[dict[str, Any]]:
         return copy.deepcopy(TOOL_SCHEMAS) if self.mode == "two-stage" else []
+
+    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+        """Sole-planning: the annotated gold plan (train) or the plan found when a generated task was validated, as
+        the final answer in the submission format (a JSON list of day objects). Two-stage: ``None``; which searches
+        gathered a gold plan's facts is not recorded, and a trace that answers without them would teach skipping
+        the tools."""
+        plan = task.gold.get("plan") if isinstance(task.gold, dict) else None
+        if self.mode != "sole-planning" or not plan:
+            return None
+        return replay_actions(self, task, [json.dumps(plan, ensure_ascii=False)])
 
     def start(self, task: Task) -> TravelPlannerState:
         return TravelPlannerState(task=task)
