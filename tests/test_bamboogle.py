@@ -364,3 +364,19 @@ def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(DataNotFoundError, match="bamboogle_test.jsonl"):
         adapter.load_tasks("test")
     assert adapter.validate_task(adapter.parse_task(dict(DRACULA)))[0] is False
+
+
+def test_expert_traces_search_both_hops_then_answer_with_full_em(adapter):
+    from genenv.envs.expert import replay_expert
+
+    for task in adapter.load_tasks("heldin"):
+        messages, score = replay_expert(adapter, task)
+        assert score.value == 1.0 and score.breakdown["em"] == 1.0 and score.breakdown["searches"] == 2, task.task_id
+        calls = [m["content"] for m in messages if m["role"] == "assistant"][:2]
+        hops = task.gold["decomposition"]
+        assert [json.loads(c.split("<tool_call>")[1].split("</tool_call>")[0])["arguments"]["query"] for c in calls] == [
+            hops["Q1"].strip(),
+            hops["Q2"].strip(),
+        ]
+        assert messages[-1]["content"].startswith("So the final answer is: ")
+    assert adapter.expert_messages(Task("t", "bamboogle", "q", {"answers": ["x"]})) is None  # no decomposition
