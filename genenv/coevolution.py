@@ -84,6 +84,8 @@ class GenEnvConfig:
         static_pool_size: tasks generated once for ``curriculum="static"`` (``None``: ``tasks_per_epoch * epochs``).
         replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
         base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data
+        base_limit: at most this many tasks of ``base_split``, evenly spread over it (``None``: all); for splits
+            whose expert traces are slow to make (ALFWorld replays every game)
             (``None``: none). Never a split evaluation or validation uses.
         validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
         validation_limit: validation tasks (a fixed, seeded subset of the split).
@@ -117,6 +119,7 @@ class GenEnvConfig:
     static_pool_size: int | None = None
     replay_tasks: int = 0
     base_split: str | None = None
+    base_limit: int | None = None
     validation_split: str | None = None
     validation_limit: int = 8
     alpha: float = 0.5
@@ -144,6 +147,8 @@ class GenEnvConfig:
         for name in ("replay_tasks", "beta", "band_k", "lam", "simulator_temperature"):
             if getattr(self, name) < 0:
                 raise ValueError(f"coevolution.{name} must be >= 0, got {getattr(self, name)}")
+        if self.base_limit is not None and self.base_limit < 1:
+            raise ValueError(f"coevolution.base_limit must be at least 1 or null, got {self.base_limit}")
         if self.static_pool_size is not None and self.static_pool_size < 1:
             raise ValueError(f"coevolution.static_pool_size must be at least 1 or null, got {self.static_pool_size}")
         if not 0.0 <= self.alpha <= 1.0:
@@ -412,6 +417,9 @@ class CoEvolutionTrainer:
     def _add_base_data(self) -> None:
         """D_train's base data: the training split's tasks, each with its expert trace where it has one."""
         tasks = self.adapter.load_tasks(self.config.base_split)
+        if self.config.base_limit is not None and len(tasks) > self.config.base_limit:
+            picks = np.linspace(0, len(tasks) - 1, self.config.base_limit).round().astype(int)
+            tasks = [tasks[int(i)] for i in picks]
         held_out = {t.task_id for t in self.validation_tasks} | {t.prompt for t in self.validation_tasks}
         shared = [t.task_id for t in tasks if t.task_id in held_out or t.prompt in held_out]
         if shared:

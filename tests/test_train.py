@@ -237,3 +237,12 @@ def test_two_processes_share_tasks_gather_episodes_and_resume(tmp_path):
         # all gathered into the pool by the main process
         on_policy = [r for r in traces.records(source="on_policy") if r["epoch"] == epoch]
         assert metrics["agent"]["episodes"] == len(on_policy) == 8
+
+
+def test_base_limit_keeps_an_even_spread_of_the_training_split(tmp_path):
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, base_limit=5))
+    base = TracePool(tmp_path / "pools").records(source="base", include_uncommitted=True)
+    ids = [r["task"]["task_id"] for r in base]
+    every = [t.task_id for t in trainer.adapter.load_tasks("train")]
+    assert len(ids) == 5 and ids[0] == every[0] and ids[-1] == every[-1] and ids == sorted(ids, key=every.index)
+    trainer.lock.release()

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ...envs.expert import ExpertTraceError, replay_actions
 from ..base import (
     BenchmarkAdapter,
     DataNotFoundError,
@@ -224,6 +225,18 @@ class ALFWorldAdapter(BenchmarkAdapter):
             "change anything; any other text gets 'Nothing happens.'"
         )
         return [string_tool(TOOL_NAME, description, {"command": "one admissible command, exactly as listed"})]
+
+    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+        """The gold walkthrough (the game file's, or the planner's plan for a generated task) as one ``act`` call a
+        turn, with the engine's observations; the winning command ends the episode. ``None`` without a walkthrough
+        or when it does not win within ``max_steps``."""
+        walkthrough = task.gold.get("walkthrough") if isinstance(task.gold, dict) else None
+        if not walkthrough or len(walkthrough) > self.max_steps:
+            return None
+        try:
+            return replay_actions(self, task, [self.format_call(TOOL_NAME, {"command": c}) for c in walkthrough])
+        except ExpertTraceError:
+            return None
 
     def system_prompt(self, task: Task) -> str:
         return "\n".join(
