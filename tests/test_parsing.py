@@ -130,3 +130,15 @@ def test_source_code_arguments_of_java_and_javascript_calls():
     assert second.arguments == {"x": "[1, 2]"}  # the whole list is not Python, so values stay source text
     with pytest.raises(ToolCallParseError):
         parse_tool_calls("[Store.save(map=new HashMap<>(), ]")
+
+
+def test_java_style_names_as_values_are_kept_as_source_text():
+    calls = parse_tool_calls("[validateUserInput(inputField=userInputField, isComplete=true, mode=Mode.FAST)]")
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("validateUserInput", {"inputField": "userInputField", "isComplete": "true", "mode": "Mode.FAST"})
+    ]
+    (call,) = parse_tool_calls('[f(options={"stop": true}, ids=[a, -1])]')
+    assert call.arguments == {"options": '{"stop": true}', "ids": "[a, -1]"}
+    for code in ("[f(a=g(1))]", "[f(a=x + 1)]", "[os.system(cmd=__import__('os').getcwd())]"):
+        with pytest.raises(ToolCallParseError):  # code that computes: still refused
+            parse_tool_calls(code)

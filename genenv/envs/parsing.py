@@ -43,6 +43,28 @@ class ToolCallParseError(ValueError):
         self.kind = kind
 
 
+class _NonLiteralArgument(ToolCallParseError):
+    """A Python-syntax call whose argument names something (``rootNode``, ``true``, ``{"stop": true}``): how
+    Java/JavaScript calls pass variables and constants; such calls are read with their values as source text."""
+
+
+def _is_reference(node: ast.expr | None) -> bool:
+    """Names, constants and containers of them (``{"stop": true}``, ``[a, b]``), nothing that computes."""
+    if isinstance(node, ast.Attribute):
+        return _is_reference(node.value)
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_is_reference(item) for item in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(key is not None and _is_reference(key) for key in node.keys) and all(
+            _is_reference(value) for value in node.values
+        )
+    return False
+
+
 def parse_tool_calls(text: str) -> list[ToolCall]:
     """All tool calls in ``text``; ``[]`` for a plain answer; raises :class:`ToolCallParseError`."""
     if not isinstance(text, str):
@@ -112,7 +134,8 @@ def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
     """Parse ``[f(a=1), g(b='x')]`` starting at ``start``; try each closing ``)]`` from the last.
 
     Only text that is not Python at all falls back to API-Bank's regex; valid Python that breaks
-    the call rules (positional arguments, non-literal values) is an error.
+    the call rules is an error (positional arguments), except non-literal values written the way
+    Java/JavaScript calls are (``[f(node=rootNode, flag=true)]``), which are kept as source text.
     """
     ends = [m.end() for m in re.finditer(r"\)\s*\]", text[start:])]
     for end in reversed(ends[-_MAX_PY_CANDIDATES:]):
@@ -121,7 +144,13 @@ def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
             tree = ast.parse(source, mode="eval")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        return _calls_from_python(tree, source)
+        try:
+            return _calls_from_python(tree, source)
+        except _NonLiteralArgument:
+            calls = _parse_source_calls(text, start)
+            if calls:
+                return calls
+            raise
     legacy = parse_apibank_call(text)
     if legacy is not None:
         return [legacy]
@@ -149,9 +178,8 @@ def _calls_from_python(tree: ast.Expression, source: str) -> list[ToolCall]:
             try:
                 arguments[keyword.arg] = ast.literal_eval(keyword.value)
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                raise ToolCallParseError(
-                    "malformed_call", f"{name}: argument {keyword.arg!r} is not a literal value"
-                ) from None
+                error = _NonLiteralArgument if _is_reference(keyword.value) else ToolCallParseError
+                raise error("malformed_call", f"{name}: argument {keyword.arg!r} is not a literal value") from None
         calls.append(ToolCall(name=name, arguments=arguments, raw=ast.get_source_segment(source, node) or ""))
     return calls
 
