@@ -40,6 +40,9 @@ def test_trace_forms(adapter):
     assert [m["content"] for m in irrelevant] == [IRRELEVANT_ANSWER]
     task = adapter.load_tasks("multi_turn_base")[0]
     actions = [m["content"] for m in adapter.expert_messages(task) if m["role"] == "assistant"]
-    assert actions[0] == "[cd(folder='document'), mkdir(dir_name='temp'), mv(source='final_report.pdf', destination='temp')]"
+    assert (
+        actions[0]
+        == "[cd(folder='document'), mkdir(dir_name='temp'), mv(source='final_report.pdf', destination='temp')]"
+    )
     assert actions.count(TURN_DONE) == len(task.gold)
     assert "[sort(file_name='final_report.pdf')]" in actions  # a positional ground-truth argument, named

@@ -111,7 +111,11 @@ def test_a_damaged_checkpoint_the_pools_moved_past_fails_naming_the_file(two_epo
     _damage(run_dir, what)
     with pytest.raises(RuntimeError, match="epoch-0001") as error:
         CoEvolutionTrainer(tiny_config(run_dir, epochs=3), resume=True)
-    named = {"state.json": "epoch-0001/state.json", "torch_rng.pt": "epoch-0001/torch_rng.pt", "weights": "epoch-0001/agent"}
+    named = {
+        "state.json": "epoch-0001/state.json",
+        "torch_rng.pt": "epoch-0001/torch_rng.pt",
+        "weights": "epoch-0001/agent",
+    }
     assert named[what] in str(error.value) and "older than the pools' committed epoch 1" in str(error.value)
     assert not (run_dir / LOCK_FILE).exists()
 
@@ -194,7 +198,10 @@ def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
         (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
         result = subprocess.run(
             [sys.executable, "-m", "genenv.train", "+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}"],
-            cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
         )
         assert result.returncode != 0 and f"pid {holder.pid}" in result.stderr
     finally:

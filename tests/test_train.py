@@ -15,8 +15,8 @@ from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 
 from genenv.agents.grpo import GRPOAgentConfig
-from genenv.agents.warm_start import WarmStartConfig
 from genenv.agents.rollout import Episode
+from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import Trajectory
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
 from genenv.curriculum import RWRConfig

@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import FEW_SHOT_EXCHANGES, Episode, FewShot, few_shot_conversation, hf_generator, play_envs, shown_exchanges
+from genenv.agents.rollout import (
+    FEW_SHOT_EXCHANGES,
+    Episode,
+    FewShot,
+    few_shot_conversation,
+    hf_generator,
+    play_envs,
+    shown_exchanges,
+)
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 
 __all__ = ["FEW_SHOT_EXCHANGES", "Agent", "Episode"]

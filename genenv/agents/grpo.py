@@ -54,9 +54,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from genenv.config import check_types
 from genenv.agents.rollout import Episode, GenerateFn, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.config import check_types
 from genenv.envs.tool_env import render_prompt
 
 if TYPE_CHECKING:

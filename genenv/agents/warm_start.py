@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from genenv.config import check_types
 from genenv.agents.generation import render_chat
 from genenv.agents.rollout import ToolSuffix, few_shot_conversation
+from genenv.config import check_types
 
 __all__ = ["WarmStartConfig", "WarmStartTrainer", "tokenize_expert"]
 

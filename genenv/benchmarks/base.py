@@ -285,6 +285,26 @@ def resolve_data_dir(benchmark: str, data_dir: str | os.PathLike[str] | None = N
     return Path.cwd() / "data" / benchmark
 
 
+class DataFileError(ValueError):
+    """A benchmark data file is there but cannot be read (truncated or damaged)."""
+
+
+def read_data_json(path: Path, benchmark: str, how_to_get: str, *, lines: bool = False) -> Any:
+    """A benchmark data file's JSON (``lines=True``: JSON Lines, one object a line); a damaged file raises
+    :class:`DataFileError` naming it, the setting that points at it and where to get it again."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if not lines:
+                return json.load(handle)
+            return [json.loads(line) for line in handle if line.strip()]
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataFileError(
+            f"{benchmark} data file {path} cannot be read ({type(error).__name__}: {error}); it is truncated or "
+            f"damaged. Replace it in the folder that {DATA_DIR_ENV} (or `data_root`) points at.\n"
+            f"How to get the data: {how_to_get}"
+        ) from None
+
+
 def require_files(data_dir: Path, files: list[str], benchmark: str, how_to_get: str) -> None:
     """Raise :class:`DataNotFoundError` naming every missing file, the setting and the origin."""
     missing = [name for name in files if not (data_dir / name).exists()]

@@ -40,9 +40,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from genenv.config import check_types
 from genenv.agents.generation import render_chat
 from genenv.agents.models import Policy
+from genenv.config import check_types
 from genenv.curriculum.reward import rwr_weight
 
 __all__ = ["RWRConfig", "RWRStats", "RWRTrainer"]

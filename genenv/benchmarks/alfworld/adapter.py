@@ -59,6 +59,7 @@ from ..base import (
 )
 from .engine import EnginePool, GameEngine
 from .games import (
+    HOW_TO_GET,
     SHORT_NAMES,
     SPLIT_DIRS,
     TASK_TYPES,
@@ -77,11 +78,6 @@ from .planner import Planner
 
 logger = logging.getLogger(__name__)
 
-HOW_TO_GET = (
-    "the ALFWorld game files (json_2.1.1/<split>/<task>/<trial>/{game.tw-pddl,traj_data.json}), e.g. from "
-    "`alfworld-download` of the alfworld package (pip install 'genenv[alfworld]'), which fills $ALFWORLD_DATA; "
-    "point GENENV_DATA_DIR at a folder holding it as 'alfworld/', or pass data_dir= (the $ALFWORLD_DATA folder)."
-)
 INSTALL_HINT = "ALFWorld needs the alfworld extra: pip install 'genenv[alfworld]' (alfworld==0.4.2, pyyaml)"
 MAX_COMMAND_CHARS = 300
 TOOL_NAME = "act"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..base import read_data_json
+
+logger = logging.getLogger(__name__)
+
+HOW_TO_GET = (
+    "the ALFWorld game files (json_2.1.1/<split>/<task>/<trial>/{game.tw-pddl,traj_data.json}), e.g. from "
+    "`alfworld-download` of the alfworld package (pip install 'genenv[alfworld]'), which fills $ALFWORLD_DATA; "
+    "point GENENV_DATA_DIR at a folder holding it as 'alfworld/', or pass data_dir= (the $ALFWORLD_DATA folder)."
+)
 #: the six ALFWorld task types (alfworld's ``TASK_TYPES``), in the paper's order
 TASK_TYPES = (
     "pick_and_place_simple",
@@ -91,12 +101,14 @@ def collect_games(data_dir: Path, split: str) -> list[GameRecord]:
     task types, and a game marked ``solvable``."""
     root = data_dir / SPLIT_DIRS[split]
     games = []
-    for dirpath, _, files in os.walk(root):
-        if TRAJ_FILE not in files or GAME_FILE not in files or "movable" in dirpath or "Sliced" in dirpath:
+    for dirpath, _, files in os.walk(root, followlinks=True):
+        if TRAJ_FILE not in files or "movable" in dirpath or "Sliced" in dirpath:
             continue
         path = Path(dirpath)
-        with open(path / TRAJ_FILE, encoding="utf-8") as handle:
-            task_type = json.load(handle).get("task_type")
+        if GAME_FILE not in files:
+            logger.warning("ALFWorld: %s has no %s; this game is left out", path, GAME_FILE)
+            continue
+        task_type = read_data_json(path / TRAJ_FILE, "alfworld", HOW_TO_GET).get("task_type")
         if task_type not in TASK_TYPES:
             continue
         rel = path.relative_to(data_dir).as_posix()
@@ -113,8 +125,7 @@ def _record(split: str, rel_dir: str, task_type: str) -> GameRecord:
 
 
 def read_game(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    return read_data_json(path, "alfworld", HOW_TO_GET)
 
 
 # -- the scene --------------------------------------------------------------------------------

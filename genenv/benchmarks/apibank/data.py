@@ -10,13 +10,12 @@ as text) and ``result`` (the recorded result dict); an AI ground truth carries `
 
 from __future__ import annotations
 
-import json
 import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..base import require_files
+from ..base import read_data_json, require_files
 from .apis_lv12 import dictionary_key, translate_key
 
 HOW_TO_GET = (
@@ -53,13 +52,11 @@ LEGACY_PARAM_ALIASES: dict[tuple[str, str], str] = {
 
 
 def _read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_data_json(path, "apibank", HOW_TO_GET)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_data_json(path, "apibank", HOW_TO_GET, lines=True)
 
 
 def dialogue_samples(history: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:

@@ -49,6 +49,7 @@ from ..base import (
     Task,
     ToolCall,
     Trajectory,
+    read_data_json,
     register_benchmark,
     require_files,
     string_tool,
@@ -144,8 +145,7 @@ class BamboogleAdapter(BenchmarkAdapter):
         """The 125 rows of ``bamboogle_test.jsonl`` in order (read once)."""
         if self._records is None:
             require_files(self.data_dir, [DATA_FILE], self.name, HOW_TO_GET)
-            with (self.data_dir / DATA_FILE).open(encoding="utf-8") as lines:
-                self._records = [json.loads(line) for line in lines if line.strip()]
+            self._records = read_data_json(self.data_dir / DATA_FILE, self.name, HOW_TO_GET, lines=True)
         return self._records
 
     def load_tasks(self, split: str) -> list[Task]:

@@ -57,7 +57,6 @@ from typing import Any, ClassVar
 from ...envs.expert import ExpertTraceError, replay_actions
 from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, Turn, register_benchmark
 from .checker import Verdict, check_ast
-from .expert import IRRELEVANT_ANSWER, multi_turn_actions, single_turn_actions
 from .data import (
     AST_LIVE,
     AST_NON_LIVE,
@@ -73,6 +72,7 @@ from .data import (
     openai_tool,
 )
 from .decoding import DecodeError, ExecCall, contains_call, decode_ast, decode_execute, is_function_calling_format
+from .expert import IRRELEVANT_ANSWER, multi_turn_actions, single_turn_actions
 from .generation import (
     GENERATED_SHAPES,
     TASK_SCHEMA,

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..base import require_files
+from ..base import read_data_json, require_files
 
 AST_NON_LIVE = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
 AST_LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -104,8 +104,7 @@ def expand_split(split: str) -> tuple[str, ...]:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return read_data_json(path, "bfcl", HOW_TO_GET, lines=True)
 
 
 class BFCLData:

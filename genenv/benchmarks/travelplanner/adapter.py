@@ -54,7 +54,17 @@ from datetime import date, timedelta
 from typing import Any, ClassVar
 
 from ...envs.expert import replay_actions
-from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark, require_files
+from ..base import (
+    BenchmarkAdapter,
+    Score,
+    StepResult,
+    Task,
+    ToolCall,
+    Trajectory,
+    read_data_json,
+    register_benchmark,
+    require_files,
+)
 from .database import HOW_TO_GET, TravelDatabase, extract_before_parenthesis
 from .evaluation import COMMONSENSE, HARD, count_hard_constraints, evaluate_plan, extract_from_to
 from .feasibility import cheapest_plan, travel_legs
@@ -202,8 +212,7 @@ class TravelPlannerAdapter(BenchmarkAdapter):
         require_files(self.data_dir, TRAIN_FILES, self.name, HOW_TO_GET)
         references = load_train_reference(self.data_dir)
         tasks = []
-        with open(self.data_dir / TRAIN_FILES[0], encoding="utf-8") as f:
-            examples = [json.loads(line) for line in f if line.strip()]
+        examples = read_data_json(self.data_dir / TRAIN_FILES[0], self.name, HOW_TO_GET, lines=True)
         for index, (example, reference) in enumerate(zip(examples, references)):
             messages = example["messages"]
             text = messages[1]["content"].rsplit("Query:", 1)[-1].strip()
@@ -217,8 +226,7 @@ class TravelPlannerAdapter(BenchmarkAdapter):
     def _load_validation(self) -> list[Task]:
         require_files(self.data_dir, [VALIDATION_FILE], self.name, HOW_TO_GET)
         tasks = []
-        with open(self.data_dir / VALIDATION_FILE, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
+        rows = read_data_json(self.data_dir / VALIDATION_FILE, self.name, HOW_TO_GET, lines=True)
         for row in rows:
             index = int(row["idx"]) - 1
             query = self._structured(row["query"], "validation", index)

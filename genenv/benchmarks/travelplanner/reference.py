@@ -15,11 +15,11 @@ the text, so the agent knows the list is partial).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .database import TravelDatabase
+from ..base import read_data_json
+from .database import HOW_TO_GET, TravelDatabase
 
 REFERENCE_FILE = "train/train_ref_info.jsonl"
 
@@ -47,8 +47,7 @@ _HEADERS = {
 
 def load_train_reference(data_dir: Path) -> list[dict[str, Any]]:
     """The official reference information of the 45 train queries, in query order."""
-    with open(Path(data_dir) / REFERENCE_FILE, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_data_json(Path(data_dir) / REFERENCE_FILE, "travelplanner", HOW_TO_GET, lines=True)
 
 
 def build_reference(db: TravelDatabase, cities: list[str], legs: list[tuple[str, str, str | None]]) -> dict[str, Any]:

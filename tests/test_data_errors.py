@@ -1,0 +1,60 @@
+"""A truncated benchmark data file is named, with the setting that points at it and where to get the data again."""
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from conftest import data_dir
+
+from genenv.benchmarks.base import DataFileError, get_benchmark
+
+DAMAGED = {
+    "apibank": ("test-data/level-1-api.json", {}, "level-1"),
+    "bfcl": ("BFCL_v4_simple_python.json", {}, "simple_python"),
+    "bamboogle": ("bamboogle_test.jsonl", {"search_model": "unused"}, "test"),
+    "travelplanner": ("train/std_travelplanner_sft.jsonl", {}, "train"),
+    "alfworld": (None, {}, "valid_seen"),  # the first game's traj_data.json
+}
+
+
+def _mirror(source: Path, target: Path, damaged: str) -> None:
+    """``target`` mirrors ``source`` by symbolic links, with ``damaged`` a truncated copy."""
+    head, _, rest = damaged.partition("/")
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        if entry.name != head:
+            os.symlink(entry, target / entry.name)
+        elif rest:
+            _mirror(entry, target / head, rest)
+        else:
+            text = entry.read_text(encoding="utf-8")
+            (target / head).write_text(text[: len(text) // 2], encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_a_truncated_data_file_is_named_with_the_setting_and_the_source(name, tmp_path):
+    relpath, options, split = DAMAGED[name]
+    source = data_dir(name)
+    if name == "alfworld":
+        pytest.importorskip("alfworld")
+        relpath = str(next((source / "json_2.1.1" / "valid_seen").rglob("traj_data.json")).relative_to(source))
+    _mirror(source, tmp_path / name, relpath)
+    adapter = get_benchmark(name, data_dir=tmp_path / name, **options)
+    with pytest.raises(DataFileError) as error:
+        adapter.load_tasks(split)
+    message = str(error.value)
+    assert str(tmp_path / name / relpath) in message and "GENENV_DATA_DIR" in message and "How to get" in message
+
+
+def test_alfworld_reports_a_game_without_its_game_file(tmp_path, caplog):
+    pytest.importorskip("alfworld")
+    source = data_dir("alfworld")
+    game = next((source / "json_2.1.1" / "valid_seen").rglob("game.tw-pddl"))
+    _mirror(source, tmp_path, str(game.relative_to(source)))
+    (tmp_path / game.relative_to(source)).unlink()
+    adapter = get_benchmark("alfworld", data_dir=tmp_path)
+    with caplog.at_level(logging.WARNING):
+        tasks = adapter.load_tasks("valid_seen")
+    assert len(tasks) == len(get_benchmark("alfworld", data_dir=source).load_tasks("valid_seen")) - 1
+    assert str(game.parent).replace(str(source), str(tmp_path)) in caplog.text and "game.tw-pddl" in caplog.text
