@@ -1,11 +1,13 @@
 import json
+import re
+import time
 import keyword
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
+from genenv.envs.parsing import ToolCallParseError, parse_apibank_call, parse_tool_calls
 
 
 def test_chatml_tagged_calls():
@@ -142,3 +144,48 @@ def test_java_style_names_as_values_are_kept_as_source_text():
     for code in ("[f(a=g(1))]", "[f(a=x + 1)]", "[os.system(cmd=__import__('os').getcwd())]"):
         with pytest.raises(ToolCallParseError):  # code that computes: still refused
             parse_tool_calls(code)
+
+
+# API-Bank's own patterns (evaluator + ToolManager), the reference the linear-time extraction must equal.
+_UPSTREAM_CALL = re.compile(r"\[(\w+)\((.*)\)\]")
+_UPSTREAM_PARAM = re.compile(r"""(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+)""")
+_CALL_PIECES = ["[", "]", "(", ")", "[a(", "[Ab_1(", ")]", "a=", "b = ", "c=[", "'", '"', "\n", ", ", "x1", " "]
+_CALL_TEXT = st.lists(st.sampled_from(_CALL_PIECES), max_size=24).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_CALL_TEXT)
+def test_apibank_extraction_equals_upstream_patterns(text):
+    upstream = _UPSTREAM_CALL.search(text)
+    call = parse_apibank_call(text)
+    if upstream is None:
+        assert call is None
+        return
+    expected = {}
+    for groups in _UPSTREAM_PARAM.findall(upstream.group(2)):
+        expected[groups[0] or groups[2] or groups[4]] = groups[1] or groups[3] or groups[5]
+    assert (call.name, call.arguments, call.raw) == (upstream.group(1), expected, upstream.group(0))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[f(" + "a" * 32000 + " b)]",  # the parameter pattern retried inside one long word: ~30 s before
+        "[" + " " * 32000,  # the JSON-call start pattern backtracking over spaces: ~2 s before
+        "{" + " " * 32000 + '"name"',
+        "[a(" * 10000,  # the call pattern scanning to the end of the line from every "[a(": ~2 s before
+        "[" + ", ".join("f(a=1)" for _ in range(4000)) + "]",  # a source segment per call: ~14 s before
+    ],
+)
+def test_hostile_actions_parse_in_linear_time(text):
+    started = time.perf_counter()
+    try:
+        parse_tool_calls(text)
+    except ToolCallParseError:
+        pass
+    assert time.perf_counter() - started < 2.0  # a complexity guard: quadratic cases took 2-30 s idle
+
+
+def test_source_segments_count_utf8_columns():
+    (call, other) = parse_tool_calls("[f(city='Zürich', note='é'), g(\n  a='ü')]")
+    assert call.raw == "f(city='Zürich', note='é')" and other.raw == "g(\n  a='ü')"

@@ -27,11 +27,16 @@ from typing import Any
 from genenv.benchmarks.base import ToolCall
 
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-_JSON_CALL_START = re.compile(r'[\[{]\s*\{?\s*"(?:name|function)"\s*:')
+# Possessive whitespace: the same matches as ``[\[{]\s*\{?\s*"name"\s*:`` without its quadratic backtracking.
+_JSON_CALL_START = re.compile(r'[\[{]\s*+(?:\{\s*+)?"(?:name|function)"\s*:')
 _PY_CALL_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 # API-Bank's own extraction (evaluator + ToolManager): the first "[ApiName(...)]", then key=value pairs.
-_APIBANK_CALL = re.compile(r"\[(\w+)\((.*)\)\]")
-_APIBANK_PARAM = re.compile(r"""(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+)""")
+# Upstream's call pattern is r"\[(\w+)\((.*)\)\]" (searched, so the first "[Name(" of a line whose last ")]"
+# follows it); _APIBANK_CALL_OPEN finds the same starts in linear time. Upstream's parameter pattern begins
+# with (\w+), which can only match a whole word, so the (?<!\w) guard changes no match and stops the
+# quadratic retries inside long words.
+_APIBANK_CALL_OPEN = re.compile(r"\[(\w++)\(")
+_APIBANK_PARAM = re.compile(r"""(?<!\w)(?:(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+))""")
 _MAX_PY_CANDIDATES = 16
 
 
@@ -164,7 +169,7 @@ def _calls_from_python(tree: ast.Expression, source: str) -> list[ToolCall]:
     nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
     if not nodes:
         raise ToolCallParseError("malformed_call", "an empty list of tool calls")
-    calls = []
+    calls, segment = [], _Segments(source)
     for node in nodes:
         if not isinstance(node, ast.Call):
             raise ToolCallParseError("malformed_call", "each list element must be a call f(key=value)")
@@ -180,8 +185,23 @@ def _calls_from_python(tree: ast.Expression, source: str) -> list[ToolCall]:
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                 error = _NonLiteralArgument if _is_reference(keyword.value) else ToolCallParseError
                 raise error("malformed_call", f"{name}: argument {keyword.arg!r} is not a literal value") from None
-        calls.append(ToolCall(name=name, arguments=arguments, raw=ast.get_source_segment(source, node) or ""))
+        calls.append(ToolCall(name=name, arguments=arguments, raw=segment(node)))
     return calls
+
+
+class _Segments:
+    """``ast.get_source_segment`` in constant time per node (it re-splits the whole source on every call)."""
+
+    def __init__(self, source: str) -> None:
+        self.encoded = source.encode()  # AST column offsets count UTF-8 bytes
+        self.line_starts = [0] + [match.end() for match in re.finditer(b"\n", self.encoded)]
+
+    def __call__(self, node: ast.expr) -> str:
+        if node.end_lineno is None or node.end_col_offset is None:
+            return ""
+        begin = self.line_starts[node.lineno - 1] + node.col_offset
+        end = self.line_starts[node.end_lineno - 1] + node.end_col_offset
+        return self.encoded[begin:end].decode(errors="replace")
 
 
 _SOURCE_CALL_NAME = re.compile(r"\s*([A-Za-z_$][\w.$]*)\s*\(")
@@ -270,10 +290,17 @@ def parse_apibank_call(text: str) -> ToolCall | None:
     This is exactly what API-Bank's evaluator and ToolManager see (values stay strings; the
     API's declared types are applied later); ``None`` when the text holds no such call.
     """
-    match = _APIBANK_CALL.search(text)
-    if match is None:
-        return None
-    return ToolCall(name=match.group(1), arguments=parse_apibank_params(match.group(2)), raw=match.group(0))
+    line_end = -1
+    for opening in _APIBANK_CALL_OPEN.finditer(text):
+        if opening.start() > line_end:  # a new line: where it ends and where its last ")]" is
+            line_start = text.rfind("\n", 0, opening.start()) + 1
+            line_end = text.find("\n", opening.start())
+            line_end = len(text) if line_end < 0 else line_end
+            closing = text.rfind(")]", line_start, line_end)
+        if closing >= opening.end():
+            raw = text[opening.start() : closing + 2]
+            return ToolCall(name=opening.group(1), arguments=parse_apibank_params(text[opening.end() : closing]), raw=raw)
+    return None
 
 
 def parse_apibank_params(params: str) -> dict[str, str]:
