@@ -59,7 +59,7 @@ from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
 from genenv.pools import TaskPool, TracePool
 from genenv.reporting import MetricsReporter
-from genenv.run_lock import RunLock
+from genenv.run_lock import RunLock, make_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +163,7 @@ class CoEvolutionTrainer:
 
     def __init__(self, config: GenEnvConfig, *, resume: bool = False) -> None:
         self.config = config
-        self.run_dir = Path(config.run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = make_run_dir(config.run_dir)
         self.processes = PartialState(cpu=not torch.cuda.is_available())
         self.is_main = self.processes.is_main_process
         self.lock = RunLock(self.run_dir)

@@ -8,6 +8,7 @@ from here and is never taken over (delete ``run.lock`` by hand once that trainer
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -23,6 +24,32 @@ LOCK_FILE = "run.lock"
 
 class RunDirLockedError(RuntimeError):
     """Another trainer holds the run folder."""
+
+
+class RunDirNotWritableError(PermissionError):
+    """The run folder cannot be created or written (permissions, a read-only file system)."""
+
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _not_writable(folder: Path, error: OSError) -> RunDirNotWritableError:
+    return RunDirNotWritableError(
+        f"{folder} is not writable ({error.strerror}): a run folder must be writable; choose another run_dir "
+        "or fix its permissions"
+    )
+
+
+def make_run_dir(run_dir: str | os.PathLike[str]) -> Path:
+    """Create ``run_dir`` (and its parents) if needed; a clear error when that is not allowed."""
+    folder = Path(run_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        if error.errno in _NOT_WRITABLE:
+            raise _not_writable(folder, error) from None
+        raise
+    return folder
 
 
 class RunLock:
@@ -51,6 +78,10 @@ class RunLock:
                 logger.warning("%s: taking over a stale lock (%s)", self.path, holder or "unreadable")
                 self.path.unlink(missing_ok=True)
                 continue
+            except OSError as error:
+                if error.errno in _NOT_WRITABLE:
+                    raise _not_writable(self.path.parent, error) from None
+                raise
             with os.fdopen(descriptor, "w", encoding="utf-8") as out:
                 out.write(json.dumps(me))
                 out.flush()

@@ -2,11 +2,15 @@
 run folder. Kills are simulated in-process by an exception raised at the write point (the pools' durability under
 a real SIGKILL is covered in test_pools.py and test_train.py)."""
 
+import ctypes
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -207,3 +211,39 @@ def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("target", ["run", "run/new"])
+def test_a_read_only_run_folder_says_so(target):
+    """Checked in a process that obeys the permission bits (root's override of them dropped before it starts)."""
+    base = Path(tempfile.mkdtemp(prefix="genenv-ro-"))
+    try:
+        (base / "run").mkdir()
+        for folder in (base, base / "run"):
+            folder.chmod(0o555)
+        code = (
+            "from genenv.run_lock import RunLock, make_run_dir\n"
+            f"RunLock(make_run_dir({str(base / target)!r})).acquire()"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=_obey_permission_bits,
+            cwd=REPO,
+        )
+        assert result.returncode != 0
+        assert "RunDirNotWritableError" in result.stderr and "is not writable" in result.stderr
+        assert not (base / "run" / LOCK_FILE).exists()
+    finally:
+        for folder in (base, base / "run"):
+            folder.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def _obey_permission_bits() -> None:
+    """In a child about to exec: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so a root
+    process reads and writes only where the permission bits allow it."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
