@@ -21,7 +21,8 @@ the simulator, writes tasks and sends them to the others, gathers every episode,
 validates, and writes pools, metrics and checkpoints (``run_dir`` must be on a file system all nodes share).
 
 Ablations (``curriculum``): ``"random"`` never updates the simulator nor tells it the agent's
-success (GenEnv-Random); ``"static"`` generates one pool of tasks before training and draws every
+success (GenEnv-Random); ``"offline"`` is ``"static"`` with ``offline_multiplier`` (3.3) times the tasks
+(the paper's offline augmentation); ``"static"`` generates one pool of tasks before training and draws every
 epoch's batch from it (GenEnv-Static).
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import resource
 import shutil
@@ -77,11 +79,16 @@ class GenEnvConfig:
         data_dir: the benchmark's data folder (``None``: ``$GENENV_DATA_DIR/<benchmark>``).
         adapter_options: keyword arguments of the benchmark adapter (e.g. TravelPlanner's ``mode``).
         run_dir: where pools, checkpoints and ``metrics.jsonl`` live.
-        curriculum: ``"genenv"`` (the full method), ``"random"`` or ``"static"`` (the ablations).
+        curriculum: ``"genenv"`` (the full method), ``"random"``, ``"static"`` or ``"offline"`` (the ablations).
         epochs: co-evolution epochs.
         tasks_per_epoch: valid generated tasks the agent trains on per epoch.
         generation_rounds: simulator batches tried per epoch to collect ``tasks_per_epoch`` valid tasks.
-        static_pool_size: tasks generated once for ``curriculum="static"`` (``None``: ``tasks_per_epoch * epochs``).
+        static_pool_size: tasks generated once, before training, for ``curriculum="static"`` or ``"offline"``
+            (``None``: the ``tasks_per_epoch * epochs`` a GenEnv run of the same length trains on, times
+            ``offline_multiplier`` for ``"offline"``); every epoch then trains on ``tasks_per_epoch`` of them.
+        offline_multiplier: how many times a GenEnv run's tasks the ``"offline"`` pool holds (the paper compares
+            GenEnv with an offline pool of 3.3x its data); written by the frozen simulator, or by another model
+            with ``simulator_model``.
         replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
         base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data
         base_limit: at most this many tasks of ``base_split``, evenly spread over it (``None``: all); for splits
@@ -112,11 +119,12 @@ class GenEnvConfig:
     data_dir: str | None = None
     adapter_options: dict[str, Any] = field(default_factory=dict)
     run_dir: str = "runs/train"
-    curriculum: Literal["genenv", "random", "static"] = "genenv"
+    curriculum: Literal["genenv", "random", "static", "offline"] = "genenv"
     epochs: int = 2
     tasks_per_epoch: int = 2
     generation_rounds: int = 2
     static_pool_size: int | None = None
+    offline_multiplier: float = 3.3
     replay_tasks: int = 0
     base_split: str | None = None
     base_limit: int | None = None
@@ -151,6 +159,8 @@ class GenEnvConfig:
             raise ValueError(f"coevolution.base_limit must be at least 1 or null, got {self.base_limit}")
         if self.static_pool_size is not None and self.static_pool_size < 1:
             raise ValueError(f"coevolution.static_pool_size must be at least 1 or null, got {self.static_pool_size}")
+        if self.offline_multiplier <= 0:
+            raise ValueError(f"coevolution.offline_multiplier must be > 0, got {self.offline_multiplier}")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"coevolution.alpha must lie in [0, 1], got {self.alpha}")
 
@@ -310,6 +320,7 @@ class CoEvolutionTrainer:
             "validation": validation,
             "pool_traces": len(self.traces) + len(self.traces.uncommitted()),
             "pool_tasks": len(self.tasks) + len(self.tasks.uncommitted()),
+            "generated_tasks": self._generated_tasks(),
             "seconds": time.perf_counter() - start,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
@@ -333,6 +344,11 @@ class CoEvolutionTrainer:
         weights = [rwr_weight(r, self.config.lam) for r in r_env]
         records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept)
         return sum(record["status"] == "filtered" for record in records)
+
+    def _generated_tasks(self) -> int:
+        """Distinct valid tasks the simulator has written so far in this run (what data efficiency counts)."""
+        records = self.tasks.records(include_uncommitted=True)
+        return len({record["task"]["task_id"] for record in records if record["task"] is not None})
 
     # -- several processes ------------------------------------------------------------------
     def _share_tasks(self, fresh: list[Task], replay: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -359,17 +375,24 @@ class CoEvolutionTrainer:
     # -- tasks ------------------------------------------------------------------------------
     def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal]]:
         """This epoch's fresh tasks and every proposal written for them."""
-        if self.config.curriculum == "static":  # one pool, generated before training; same budget per epoch
+        if self.config.curriculum in ("static", "offline"):  # one pool, generated before training; same budget per epoch
             proposals: list[Proposal] = []
             if epoch == 0:
-                size = self.config.static_pool_size or self.config.tasks_per_epoch * self.config.epochs
-                pool, proposals = self._generate(size, conditioned=False)
+                pool, proposals = self._generate(self.pool_size(), conditioned=False)
             else:
                 unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
                 pool = [Task.from_dict(task) for task in unique.values()]
             picks = self.rng.permutation(len(pool))[: self.config.tasks_per_epoch]
             return [pool[int(i)] for i in picks], proposals
         return self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
+
+    def pool_size(self) -> int:
+        """The tasks a ``static`` or ``offline`` curriculum generates before training."""
+        if self.config.static_pool_size is not None:
+            return self.config.static_pool_size
+        trained_on = self.config.tasks_per_epoch * self.config.epochs
+        multiplier = self.config.offline_multiplier if self.config.curriculum == "offline" else 1.0
+        return math.ceil(multiplier * trained_on)
 
     def _generate(self, wanted: int, *, conditioned: bool) -> tuple[list[Task], list[Proposal]]:
         """Ask the simulator for tasks until ``wanted`` distinct ones are valid or the rounds run out."""

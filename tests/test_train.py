@@ -151,9 +151,10 @@ def test_base_data_never_overlaps_the_held_out_split(tmp_path):
         CoEvolutionTrainer(tiny_config(tmp_path, base_split="level-1", validation_split="level-1-api"))
 
 
-@pytest.mark.parametrize("curriculum", ["random", "static"])
+@pytest.mark.parametrize("curriculum", ["random", "static", "offline"])
 def test_ablations_never_update_the_simulator(tmp_path, curriculum):
-    trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=2))
+    pool = {"static": 2, "offline": None}.get(curriculum)
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=pool))
     assert trainer.simulator_trainer is None
     other = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}})
     trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(other)], "Calculator")
@@ -162,6 +163,10 @@ def test_ablations_never_update_the_simulator(tmp_path, curriculum):
     assert all(m["fresh_tasks"] == 1 for m in history)  # the same agent budget per epoch in every curriculum
     if curriculum == "static":  # a pool of 2 generated once, then drawn from
         assert history[0]["proposals"] == 2 and history[1]["proposals"] == 0
+    if curriculum == "offline":  # 3.3 x the 2 tasks a GenEnv run of 2 epochs trains on: 7 wanted, 4 batches of 2
+        assert trainer.pool_size() == 7
+        assert history[0]["proposals"] == 8 and history[1]["proposals"] == 0
+    assert history[-1]["generated_tasks"] == 2  # the scripted simulator writes 2 distinct valid tasks
 
 
 def _train_command(run_dir: Path, *extra: str) -> list[str]:
