@@ -68,6 +68,7 @@ logger = logging.getLogger(__name__)
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
 METRICS_FILE = "metrics.jsonl"
+VALIDATION_SEED = 12345  # picks the held-out subset: runs of different seeds score the same tasks
 
 
 @dataclass
@@ -95,7 +96,7 @@ class GenEnvConfig:
             whose expert traces are slow to make (ALFWorld replays every game)
             (``None``: none). Never a split evaluation or validation uses.
         validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
-        validation_limit: validation tasks (a fixed, seeded subset of the split).
+        validation_limit: validation tasks (a fixed subset of the split, the same for every ``seed``).
         alpha: target success rate of the alpha-curriculum reward.
         beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
         band_k: half-width of the difficulty band; batches outside it skip the simulator update.
@@ -301,6 +302,7 @@ class CoEvolutionTrainer:
             **before,
             "epoch": epoch,
             "curriculum": self.config.curriculum,
+            "seed": self.config.seed,
             "p_hat": p_hat,
             "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(per_family.items())},
             "p_hat_per_task": sorted(task_p_hat.values()),
@@ -517,7 +519,7 @@ class CoEvolutionTrainer:
         if not self.config.validation_split:
             return []
         tasks = self.adapter.load_tasks(self.config.validation_split)
-        order = np.random.default_rng(self.config.seed + 12345).permutation(len(tasks))
+        order = np.random.default_rng(VALIDATION_SEED).permutation(len(tasks))  # the same tasks for every seed
         return [tasks[int(i)] for i in order[: self.config.validation_limit]]
 
     # -- updates and evaluation -------------------------------------------------------------

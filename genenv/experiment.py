@@ -1,0 +1,268 @@
+"""Curricula x seeds: the statistics and figures of a controlled curriculum experiment.
+
+An experiment is a set of co-evolution runs, one per (curriculum, seed), that score the same held-out tasks at
+every stage (``validation.task_scores``: before training, after the warm start, after every epoch). This module
+reads their ``metrics.jsonl`` records and reports, with 95% bootstrap intervals:
+
+- the held-out curve of each curriculum (mean over seeds; interval over seeds);
+- the final difference GenEnv minus each other curriculum, paired by seed and by task (intervals over seeds, and
+  over seeds and tasks together: a two-level bootstrap);
+- p_hat per epoch against the alpha band, and the share of epochs after the first whose p_hat lies inside it;
+- the level mix of the generated tasks per epoch (curriculum emergence), the simulator's KL;
+- held-out score against the generated tasks written so far (data efficiency, against ``offline``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from genenv.plot import _save, mix_group  # noqa: E402
+
+__all__ = ["Run", "band_share", "difference", "held_out_curves", "load_experiment", "plot_experiment", "report"]
+
+BOOTSTRAP_SAMPLES = 2000
+REFERENCE = "genenv"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (curriculum, seed) run: its epoch metrics, the last record of each epoch."""
+
+    curriculum: str
+    seed: int
+    metrics: tuple[dict[str, Any], ...]
+
+    def stages(self) -> list[tuple[str, list[float]]]:
+        """(stage, held-out task scores) in order: start, warm start, epoch 0, 1, ...; stages without scores left out."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        if self.metrics:
+            first = self.metrics[0]
+            found += [("start", first.get("validation_start") or {}), ("warm start", first.get("validation_warm_start") or {})]
+        found += [(f"epoch {m['epoch']}", m.get("validation") or {}) for m in self.metrics]
+        return [(stage, [float(s) for s in v["task_scores"]]) for stage, v in found if v.get("task_scores")]
+
+
+def load_experiment(files: Iterable[Path]) -> list[Run]:
+    """Runs from ``metrics.jsonl`` files (or copies of them): curriculum and seed read from the records."""
+    runs = []
+    for path in sorted(files):
+        by_epoch: dict[int, dict[str, Any]] = {}
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                by_epoch[int(record["epoch"])] = record
+        if not by_epoch:
+            continue
+        metrics = tuple(by_epoch[e] for e in sorted(by_epoch))
+        seed = metrics[0].get("seed")
+        if not isinstance(seed, int):
+            raise ValueError(f"{path}: the metrics records carry no 'seed' (written by a genenv before the experiment)")
+        runs.append(Run(metrics[0]["curriculum"], seed, metrics))
+    return runs
+
+
+def _quantiles(samples: np.ndarray) -> tuple[float, float]:
+    return float(np.quantile(samples, 0.025)), float(np.quantile(samples, 0.975))
+
+
+def _over_seeds(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+    """95% bootstrap interval of the mean of per-seed values (a point when there is one seed)."""
+    if len(values) < 2:
+        return float(values.mean()), float(values.mean())
+    return _quantiles(values[rng.integers(len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1))
+
+
+def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """Per curriculum, per stage reached by all of its seeds: mean held-out score over seeds and its interval."""
+    rng = np.random.default_rng(seed)
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for curriculum in sorted({r.curriculum for r in runs}):
+        staged = [dict(r.stages()) for r in runs if r.curriculum == curriculum]
+        common = [stage for stage, _ in max((r.stages() for r in runs if r.curriculum == curriculum), key=len)]
+        points = []
+        for stage in common:
+            if not all(stage in s for s in staged):
+                break
+            means = np.array([np.mean(s[stage]) for s in staged])
+            low, high = _over_seeds(means, rng)
+            points.append({"stage": stage, "score": float(means.mean()), "low": low, "high": high, "seeds": len(means)})
+        curves[curriculum] = points
+    return curves
+
+
+def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: int = 0) -> dict[str, Any] | None:
+    """``reference - other`` at the last stage both reached, over the seeds that reached it in both, paired by seed
+    and task.
+
+    ``interval_seeds`` resamples seeds; ``interval`` resamples seeds, then tasks within each seed (two levels), so it
+    also carries the held-out set's sampling noise. ``None`` when the two share no seed with held-out scores."""
+    by_seed = {(r.curriculum, r.seed): dict(r.stages()) for r in runs if r.curriculum in (reference, other)}
+    shared = sorted({s for c, s in by_seed if c == reference} & {s for c, s in by_seed if c == other})
+    reached = {s: set(by_seed[(reference, s)]) & set(by_seed[(other, s)]) for s in shared}
+    order = [stage for r in runs if r.curriculum == reference for stage, _ in r.stages()]
+    final = [stage for stage in order if any(stage in stages for stages in reached.values())]
+    if not final:
+        return None
+    stage = max(final, key=order.index)
+    seeds = [s for s in shared if stage in reached[s]]
+    diffs = []
+    for s in seeds:
+        ours, theirs = by_seed[(reference, s)][stage], by_seed[(other, s)][stage]
+        if len(ours) != len(theirs):
+            raise ValueError(f"seed {s}, {stage}: {reference} and {other} scored different held-out sets")
+        diffs.append(np.asarray(ours) - np.asarray(theirs))
+    rng = np.random.default_rng(seed)
+    seed_means = np.array([d.mean() for d in diffs])
+    two_level = np.empty(BOOTSTRAP_SAMPLES)
+    for b in range(BOOTSTRAP_SAMPLES):
+        picked = rng.integers(len(diffs), size=len(diffs))
+        two_level[b] = np.mean([diffs[i][rng.integers(len(diffs[i]), size=len(diffs[i]))].mean() for i in picked])
+    low, high = _quantiles(two_level)
+    seeds_low, seeds_high = _over_seeds(seed_means, rng)
+    return {
+        "reference": reference, "other": other, "stage": stage, "seeds": seeds, "difference": float(seed_means.mean()),
+        "interval": [low, high], "interval_seeds": [seeds_low, seeds_high], "per_seed": [float(d) for d in seed_means],
+    }  # fmt: skip
+
+
+def band_share(run: Run, alpha: float, band_k: float) -> float | None:
+    """Share of the epochs after the first whose p_hat lies inside ``|p_hat - alpha| <= band_k``."""
+    p_hats = [m.get("p_hat") for m in run.metrics[1:]]
+    p_hats = [p for p in p_hats if isinstance(p, (int, float))]
+    return sum(abs(p - alpha) <= band_k for p in p_hats) / len(p_hats) if p_hats else None
+
+
+def _per_epoch(runs: list[Run], read: Any) -> dict[str, tuple[list[int], list[float]]]:
+    """Per curriculum: epochs and the mean over seeds of ``read(metrics)`` (values that are ``None`` left out)."""
+    out = {}
+    for curriculum in sorted({r.curriculum for r in runs}):
+        values: dict[int, list[float]] = {}
+        for run in (r for r in runs if r.curriculum == curriculum):
+            for m in run.metrics:
+                value = read(m)
+                if isinstance(value, (int, float)):
+                    values.setdefault(int(m["epoch"]), []).append(float(value))
+        epochs = sorted(values)
+        out[curriculum] = (epochs, [float(np.mean(values[e])) for e in epochs])
+    return out
+
+
+def level_mix(runs: list[Run], curriculum: str) -> dict[int, dict[str, float]]:
+    """Epoch -> share of each level (or family) among the fresh tasks, pooled over the curriculum's seeds."""
+    counts: dict[int, dict[str, int]] = {}
+    for run in (r for r in runs if r.curriculum == curriculum):
+        for m in run.metrics:
+            epoch = counts.setdefault(int(m["epoch"]), {})
+            for family, n in (m.get("fresh_per_family") or {}).items():
+                epoch[mix_group(family)] = epoch.get(mix_group(family), 0) + int(n)
+    return {e: {g: n / max(1, sum(c.values())) for g, n in sorted(c.items())} for e, c in sorted(counts.items())}
+
+
+def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> list[Path]:
+    """The experiment's figures (PNG) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for curriculum, points in held_out_curves(runs).items():
+        x = range(len(points))
+        ax.plot(x, [p["score"] for p in points], marker="o", label=f"{curriculum} ({points[0]['seeds'] if points else 0} seeds)")
+        ax.fill_between(x, [p["low"] for p in points], [p["high"] for p in points], alpha=0.2)
+        ax.set_xticks(list(x), [p["stage"] for p in points], rotation=30, fontsize=7)
+    ax.set(title="Held-out score (mean over seeds, 95% bootstrap interval over seeds)", ylabel="score")
+    ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "held_out.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for curriculum, (epochs, values) in _per_epoch(runs, lambda m: m.get("p_hat")).items():
+        ax.plot(epochs, values, marker="o", label=curriculum)
+    ax.axhspan(alpha - band_k, alpha + band_k, color="green", alpha=0.1, label=f"band {alpha} +/- {band_k}")
+    ax.axhline(alpha, color="green", linestyle="--", linewidth=1)
+    ax.set(title="p_hat on generated tasks per epoch (mean over seeds)", xlabel="epoch", ylabel="p_hat", ylim=(0, 1))
+    ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "p_hat.png"))
+
+    curricula = sorted({r.curriculum for r in runs})
+    fig, axes = plt.subplots(1, len(curricula), figsize=(3.6 * len(curricula), 3.4), squeeze=False, sharey=True)
+    for ax, curriculum in zip(axes[0], curricula):
+        mix = level_mix(runs, curriculum)
+        groups = sorted({g for shares in mix.values() for g in shares})
+        bottom = np.zeros(len(mix))
+        for group in groups:
+            shares = np.array([mix[e].get(group, 0.0) for e in mix])
+            ax.bar(list(mix), shares, bottom=bottom, label=group)
+            bottom += shares
+        ax.set(title=curriculum, xlabel="epoch", ylabel="share of fresh tasks")
+    if axes[0][-1].get_legend_handles_labels()[0]:
+        axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Level mix of the generated tasks (all seeds pooled)")
+    paths.append(_save(fig, out / "level_mix.png"))
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for curriculum, (epochs, values) in _per_epoch(runs, lambda m: (m.get("simulator") or {}).get("kl")).items():
+        if epochs:
+            left.plot(epochs, values, marker="o", label=curriculum)
+    left.set(title="Simulator KL to its initial policy", xlabel="epoch", ylabel="KL")
+    for curriculum in curricula:
+        generated = _per_epoch([r for r in runs if r.curriculum == curriculum], lambda m: m.get("generated_tasks"))
+        scores = _per_epoch([r for r in runs if r.curriculum == curriculum], lambda m: (m.get("validation") or {}).get("score"))
+        x, y = dict(zip(*generated[curriculum])), dict(zip(*scores[curriculum]))
+        epochs = [e for e in x if e in y]
+        right.plot([x[e] for e in epochs], [y[e] for e in epochs], marker="o", label=curriculum)
+    right.set(title="Held-out score vs generated tasks written", xlabel="valid generated tasks (mean over seeds)",
+              ylabel="score")  # fmt: skip
+    for ax in (left, right):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "kl_and_data_efficiency.png"))
+    return paths
+
+
+def report(runs: list[Run], alpha: float, band_k: float) -> str:
+    """The experiment as Markdown: curves, differences, band share, data efficiency."""
+    if not runs:
+        return "No runs yet.\n"
+    lines = ["## Held-out score per stage (mean over seeds [95% bootstrap interval over seeds])", ""]
+    curves = held_out_curves(runs)
+    order = [p["stage"] for p in max(curves.values(), key=len)]
+    lines += ["| curriculum | seeds | " + " | ".join(order) + " |", "|---|---|" + "---|" * len(order)]
+    for curriculum, points in curves.items():
+        cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" for p in points}
+        seeds = sorted(r.seed for r in runs if r.curriculum == curriculum)
+        lines.append(f"| {curriculum} | {seeds} | " + " | ".join(cells.get(s, "-") for s in order) + " |")
+    lines += ["", f"## {REFERENCE} minus each other curriculum at the last stage both reached", ""]
+    lines += ["| other | stage | seeds | difference | 95% interval (seeds x tasks) | 95% interval (seeds) | per seed |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for other in sorted({r.curriculum for r in runs} - {REFERENCE}):
+        diff = difference(runs, other)
+        if diff is None:
+            lines.append(f"| {other} | - | - | - | - | - | - |")
+            continue
+        low, high = diff["interval"]
+        s_low, s_high = diff["interval_seeds"]
+        lines.append(
+            f"| {other} | {diff['stage']} | {diff['seeds']} | {diff['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | "
+            f"[{s_low:+.3f}, {s_high:+.3f}] | {', '.join(f'{d:+.3f}' for d in diff['per_seed'])} |"
+        )
+    lines += ["", f"## p_hat against the band |p_hat - {alpha}| <= {band_k}", "",
+              "| run | p_hat per epoch | epochs after the first inside the band | generated tasks | simulator KL (last) |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
+        p_hats = ", ".join("-" if m.get("p_hat") is None else f"{m['p_hat']:.2f}" for m in run.metrics)
+        share = band_share(run, alpha, band_k)
+        kl = [(m.get("simulator") or {}).get("kl") for m in run.metrics]
+        kl = [k for k in kl if isinstance(k, (int, float))]
+        lines.append(
+            f"| {run.curriculum} s{run.seed} | {p_hats} | {'-' if share is None else f'{share:.0%}'} | "
+            f"{run.metrics[-1].get('generated_tasks', '-')} | {f'{kl[-1]:.4f}' if kl else '-'} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,91 @@
+"""Curricula x seeds statistics (genenv.experiment) on metrics records written here."""
+
+import json
+
+import numpy as np
+import pytest
+
+from genenv.experiment import band_share, difference, held_out_curves, load_experiment, plot_experiment, report
+
+
+def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, levels=None):
+    record = {
+        "epoch": epoch, "curriculum": curriculum, "seed": seed, "p_hat": p_hat,
+        "validation": {"score": float(np.mean(scores)), "task_scores": scores},
+        "simulator": {} if kl is None else {"kl": kl, "examples": 4}, "generated_tasks": generated,
+        "fresh_per_family": levels or {"chain_sum@0": 2, "chain_sum@1": 2},
+    }  # fmt: skip
+    if epoch == 0:
+        record["validation_start"] = {"task_scores": [0.0] * len(scores)}
+        record["validation_warm_start"] = {"task_scores": [0.0] * len(scores)}
+    return record
+
+
+def _write(folder, curriculum, seed, records):
+    path = folder / f"{curriculum}-s{seed}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+@pytest.fixture
+def experiment(tmp_path):
+    """GenEnv solves 3 of 4 held-out tasks, Random 1 of 4 (the same tasks), on 3 seeds; Random's seed 2 stopped
+    after epoch 0."""
+    for seed in range(3):
+        _write(tmp_path, "genenv", seed, [
+            _record("genenv", seed, 0, [1.0, 1.0, 0.0, 0.0], p_hat=0.1, kl=0.01),
+            _record("genenv", seed, 1, [1.0, 1.0, 1.0, 0.0], p_hat=0.5, kl=0.02, generated=16),
+        ])  # fmt: skip
+        random_records = [_record("random", seed, 0, [1.0, 0.0, 0.0, 0.0], p_hat=0.05)]
+        if seed < 2:
+            random_records.append(_record("random", seed, 1, [1.0, 0.0, 0.0, 0.0], p_hat=0.95, generated=16))
+        _write(tmp_path, "random", seed, random_records)
+    return load_experiment(tmp_path.glob("*.jsonl"))
+
+
+def test_curves_keep_the_stages_every_seed_reached(experiment):
+    curves = held_out_curves(experiment)
+    assert [p["stage"] for p in curves["genenv"]] == ["start", "warm start", "epoch 0", "epoch 1"]
+    assert [p["stage"] for p in curves["random"]] == ["start", "warm start", "epoch 0"]  # seed 2 stopped early
+    final = curves["genenv"][-1]
+    assert final["score"] == pytest.approx(0.75) and final["low"] == final["high"] == pytest.approx(0.75)
+
+
+def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experiment):
+    diff = difference(experiment, "random")
+    assert diff["stage"] == "epoch 1" and diff["seeds"] == [0, 1]  # seed 2 lacks epoch 1 in random
+    assert diff["difference"] == pytest.approx(0.5)
+    low, high = diff["interval"]
+    assert 0 <= low < 0.5 < high <= 1  # resampling tasks spreads it: each task differs by 0 or 1
+    assert diff["interval_seeds"] == pytest.approx([0.5, 0.5])  # every seed differs by the same amount
+
+
+def test_difference_refuses_different_held_out_sets(tmp_path):
+    _write(tmp_path, "genenv", 0, [_record("genenv", 0, 0, [1.0, 0.0])])
+    _write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0, 0.0, 1.0])])
+    with pytest.raises(ValueError, match="different held-out sets"):
+        difference(load_experiment(tmp_path.glob("*.jsonl")), "static")
+
+
+def test_band_share_counts_epochs_after_the_first(experiment):
+    genenv = next(r for r in experiment if r.curriculum == "genenv")
+    random = next(r for r in experiment if r.curriculum == "random" and r.seed == 0)
+    assert band_share(genenv, 0.5, 0.2) == 1.0  # epoch 0 (p_hat 0.1) is not counted
+    assert band_share(random, 0.5, 0.2) == 0.0
+
+
+def test_records_without_a_seed_are_refused(tmp_path):
+    record = _record("genenv", 0, 0, [1.0])
+    del record["seed"]
+    _write(tmp_path, "genenv", 0, [record])
+    with pytest.raises(ValueError, match="no 'seed'"):
+        load_experiment(tmp_path.glob("*.jsonl"))
+
+
+def test_report_and_figures(experiment, tmp_path):
+    text = report(experiment, alpha=0.5, band_k=0.2)
+    assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
+    assert "| genenv s0 | 0.10, 0.50 | 100% | 16 | 0.0200 |" in text
+    paths = plot_experiment(experiment, tmp_path / "figures", alpha=0.5, band_k=0.2)
+    assert [p.name for p in paths] == ["held_out.png", "p_hat.png", "level_mix.png", "kl_and_data_efficiency.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
