@@ -1,4 +1,4 @@
-"""The embedded SmolLM2-135M-Instruct on BFCL v4: accuracy per category on an evenly spread subset.
+"""An embedded model (SmolLM2-135M by default, ``--model qwen05``) on BFCL v4: accuracy per category on a subset.
 
     GENENV_DATA_DIR=/work/shared/data python benchmarks/bfcl_eval_smollm2.py \
         [--per-category 16] [--multi-turn 4] [--max-new-tokens 128] [--model smollm2]
@@ -27,6 +27,7 @@ from genenv.agents.models import load_policy
 from genenv.benchmarks.base import Score, Task
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
+from genenv.config import model_few_shot
 from genenv.evaluate import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"
@@ -53,7 +54,7 @@ def main() -> None:
     adapter = BFCLAdapter()
     start = time.perf_counter()
     policy = load_policy(args.model)
-    agent = Agent(policy, SamplingConfig(max_new_tokens=args.max_new_tokens))
+    agent = Agent(policy, SamplingConfig(max_new_tokens=args.max_new_tokens), few_shot=model_few_shot(args.model))
     all_tasks: list[Task] = []
     all_scores: list[Score] = []
     categories: dict[str, dict[str, Any]] = {}
@@ -96,7 +97,8 @@ def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dic
         + (f" --categories {args.categories}" if args.categories != ALL_CATEGORIES else ""),
         "model": args.model,
         "subset": f"{args.per_category} entries per single-turn category and {args.multi_turn} per multi-turn "
-        "category, spread evenly (every K-th entry); greedy decoding with genenv's few-shot tool-call examples",
+        "category, spread evenly (every K-th entry); greedy decoding; worked exchanges shown: "
+        f"{agent.few_shot} (the model config's few_shot)",
         "groups": {k: v for k, v in metrics.items() if "/" not in k},
         "categories": categories,
         "seconds": seconds,

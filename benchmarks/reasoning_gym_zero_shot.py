@@ -1,10 +1,13 @@
-"""Zero-shot success of the embedded SmolLM2-135M per reasoning-gym family and level.
+"""Zero-shot success of an embedded model per reasoning-gym family and level (the curriculum's difficulty ladder).
 
-    python benchmarks/reasoning_gym_zero_shot.py [--families a,b,...] [--levels 0-2] [--items 8]
-        [--max-new-tokens 32] [--max-turns 2] [--batch-size 8] [--name reasoning_gym_zero_shot]
+    python benchmarks/reasoning_gym_zero_shot.py [--model smollm2] [--families a,b,...] [--levels 0-2] [--items 8]
+        [--temperature 0] [--samples 1] [--max-new-tokens 32] [--max-turns 2] [--batch-size 8]
+        [--name reasoning_gym_zero_shot]
 
-Plays the ``test`` items (``--items`` per family and level) with the same agent, prompt and scoring
-as ``python -m genenv.evaluate +bench=reasoning_gym`` (greedy decoding), and writes
+Plays the ``test`` items (``--items`` per family and level) with the same agent, prompt (the model config's
+worked exchanges) and scoring as ``python -m genenv.evaluate +bench=reasoning_gym``: greedy by default, or
+``--samples`` attempts per item at ``--temperature``, the success the curriculum's p_hat measures during
+training. Writes
 ``benchmarks/results/<name>.json`` and ``.md``: per family@level the mean score (the family's own
 ``score_answer``), the solve rate (full score), how often a tool call was written instead of an
 answer, and which families qualify for the alpha=0.5 curriculum (mean score, or solve rate,
@@ -26,6 +29,7 @@ from genenv.agents.agent import Agent
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
+from genenv.config import model_few_shot
 from genenv.evaluate import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -49,6 +53,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--families", default=",".join(SHORTLIST))
     parser.add_argument("--levels", default="0-2", help="'A-B' or 'L', the same for every family")
     parser.add_argument("--items", type=int, default=8, help="test items per family and level")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    parser.add_argument("--samples", type=int, default=1, help="attempts per item (sampled when --temperature > 0)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--max-turns", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
@@ -62,8 +68,9 @@ def main(argv: list[str]) -> None:
     adapter = ReasoningGymAdapter(
         families=families, test_per_level=args.items, validation_per_level=0, train_per_level=0
     )
-    tasks = adapter.load_tasks("test")
-    agent = Agent(load_policy(args.model), SamplingConfig(max_new_tokens=args.max_new_tokens))
+    tasks = [task for task in adapter.load_tasks("test") for _ in range(args.samples)]
+    sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
+    agent = Agent(load_policy(args.model), sampling, few_shot=model_few_shot(args.model))
     start = time.perf_counter()
     summary, episodes = evaluate(adapter, agent, tasks, batch_size=args.batch_size, max_turns=args.max_turns, seed=0)
     seconds = time.perf_counter() - start
@@ -89,9 +96,10 @@ def main(argv: list[str]) -> None:
                 for e, b in list(zip(group, breakdowns))[:2]
             ],
         }
+    decoding = "greedy" if args.temperature == 0 else f"{args.samples} samples per item at temperature {args.temperature}"
     record = {
         "command": "python benchmarks/reasoning_gym_zero_shot.py " + " ".join(argv),
-        "what": f"{args.model} zero-shot (greedy, the genenv Agent prompt, max {args.max_new_tokens} new tokens, "
+        "what": f"{args.model} zero-shot ({decoding}, the genenv Agent prompt, max {args.max_new_tokens} new tokens, "
         f"{args.max_turns} turns) on {args.items} test items per family and level",
         "reasoning_gym_version": adapter.version,
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
@@ -117,7 +125,7 @@ def qualifying(rows: dict[str, dict], metric: str, low: float, high: float) -> l
 
 def markdown(record: dict) -> str:
     lines = [
-        "# reasoning-gym zero-shot success of the embedded model",
+        "# reasoning-gym zero-shot success of an embedded model",
         "",
         f"{record['what']}; reasoning-gym {record['reasoning_gym_version']}.",
         f"Command: `{record['command']}` ({record['seconds']:.0f} s, {record['machine']}).",

@@ -34,6 +34,13 @@ def adapter_options(cfg: DictConfig) -> dict:
     return dict(OmegaConf.to_container(options, resolve=True)) if options else {}
 
 
+def model_few_shot(model: str) -> str:
+    """The worked exchanges ``model`` is shown: ``few_shot`` of ``configs/model/<model>.yaml`` (``generic`` for a
+    model without a config, such as an HF path)."""
+    path = CONFIG_DIR / "model" / f"{model}.yaml"
+    return str(OmegaConf.load(path).get("few_shot", "generic")) if path.exists() else "generic"
+
+
 def check_types(config: Any, prefix: str) -> None:
     """Raise one ``ValueError`` naming ``prefix.field`` for the first dataclass field whose value does not have its
     annotated type (``epochs=abc``, ``epochs=1.5``): a bad setting stops a run before anything is loaded."""

@@ -103,3 +103,10 @@ def test_a_split_the_benchmark_lacks_is_named(tmp_path):
         )
     with pytest.raises(ValueError, match="coevolution.validation_split='dev': reasoning_gym has the splits test"):
         CoEvolutionTrainer(genenv_config(cfg))
+
+
+def test_model_few_shot_follows_the_model_config():
+    from genenv.config import model_few_shot
+
+    assert model_few_shot("qwen05") == "own" and model_few_shot("smollm2") == "generic"
+    assert model_few_shot("/models/some-hf-path") == "generic"
