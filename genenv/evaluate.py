@@ -107,6 +107,7 @@ def main(cfg: DictConfig) -> None:
         "split": split,
         "model": cfg.model.name,
         "n_tasks": len(tasks),
+        "scoring": adapter.scoring_mode(),
         **summary,
         "config": OmegaConf.to_container(cfg, resolve=True),
         "episodes": [episode_summary(adapter, episode) for episode in episodes],
