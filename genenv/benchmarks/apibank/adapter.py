@@ -516,8 +516,8 @@ class APIBankAdapter(BenchmarkAdapter):
         return self.scoring.describe()
 
     def format_call(self, name: str, arguments: dict[str, Any]) -> str:
-        """``official``: ``API-Request: [Name(k='v', ...)]``, each value in a form upstream's regex reads
-        back whole where one exists; ``genenv``: the ``<tool_call>`` JSON form."""
+        """``official``: ``API-Request: [Name(k='v', ...)]`` (:func:`.calls.format_value`); ``genenv``: the
+        ``<tool_call>`` JSON form."""
         if self.scoring.mode == "genenv":
             return super().format_call(name, arguments)
         inner = ", ".join(f"{key}={format_value(value)}" for key, value in arguments.items())

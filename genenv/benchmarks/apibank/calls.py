@@ -65,13 +65,12 @@ def format_api_request(name: str, params: dict[str, Any] | None) -> str:
 
 
 def format_value(value: Any) -> str:
-    """One argument as a model writes it for upstream's regex: text quoted with a quote character it
-    does not contain (where one exists), numbers and bools as quoted text, lists as their literal."""
+    """One argument as the API-Bank prompts write it: text, numbers and bools in single quotes, lists as their
+    literal. Upstream's regex ends a quoted value at its first quote character of either kind, so no quoting
+    carries a value that holds one."""
     if isinstance(value, (list, tuple, dict)):
         return repr(value)
-    text = value if isinstance(value, str) else str(value)
-    quote = '"' if "'" in text and '"' not in text else "'"
-    return f"{quote}{text}{quote}"
+    return f"'{value}'"
 
 
 def split_camel_case(text: str) -> str:
