@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import types
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -66,7 +66,7 @@ class _MiniLM:
         return _encode(self, text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _encode(model: _MiniLM, text: str):  # noqa: ANN202 - upstream encodes every API description per call
     ids = model.np.array([model.tokenizer.encode(text).ids], dtype=model.np.int64)
     tokens = model.session.run(None, {"input_ids": ids, "attention_mask": model.np.ones_like(ids)})[model.output]
@@ -119,7 +119,10 @@ class _Official:
             api_call_extraction, evaluator_by_json, lv3_evaluator, tool_manager
         )  # fmt: skip
         self.level3 = json.loads(Path(level3_json).read_text())
-        self.folders = {"level-1": "lv1-lv2-samples/level-1-given-desc", "level-2": "lv1-lv2-samples/level-2-toolsearcher"}
+        self.folders = {
+            "level-1": "lv1-lv2-samples/level-1-given-desc",
+            "level-2": "lv1-lv2-samples/level-2-toolsearcher",
+        }
 
     def verdict(self, request: dict) -> dict:
         if request["level"] == "level-3":

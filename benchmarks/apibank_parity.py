@@ -145,7 +145,8 @@ def build_requests(adapter: APIBankAdapter, data_dir: Path) -> list[dict[str, An
         for task, place, call, expected_output in where:
             if call["name"] in NETWORK_APIS:
                 continue
-            types = {k: str(v.get("type", "str")) for k, v in (specs[call["name"]].get("input_parameters") or {}).items()}
+            parameters = specs[call["name"]].get("input_parameters") or {}
+            types = {k: str(v.get("type", "str")) for k, v in parameters.items()}
             other = names[(names.index(call["name"]) + 1) % len(names)]
             kinds = [("expected_output", expected_output)] if expected_output else []
             kinds += candidates(call["name"], call["arguments"], types, other)
@@ -249,11 +250,11 @@ def main() -> None:
 
     expected = {
         level: {
-            "official_code": sum(v["correct"] for r, v in zip(requests, verdicts) if r["level"] == level and r["kind"] == "expected_output"),
+            "official_code": sum(v["correct"] for r, v in zip(requests, verdicts, strict=True) if _replayed(r, level)),
             "genenv_official": per_kind_count(requests, official, level),
             "genenv_official_every_deviation_off": per_kind_count(requests, strict, level),
             "genenv_lenient": per_kind_count(requests, lenient, level),
-            "calls": sum(r["level"] == level and r["kind"] == "expected_output" for r in requests),
+            "calls": sum(_replayed(r, level) for r in requests),
         }
         for level in LEVELS
     }
@@ -293,9 +294,12 @@ def main() -> None:
 
 def per_kind_count(requests: list[dict[str, Any]], scorer: GenenvScorer, level: str) -> int:
     """Correct ``expected_output`` answers of ``level`` under ``scorer``."""
-    return sum(
-        scorer.bucket(r) == "CORRECT" for r in requests if r["level"] == level and r["kind"] == "expected_output"
-    )
+    return sum(scorer.bucket(r) == "CORRECT" for r in requests if _replayed(r, level))
+
+
+def _replayed(request: dict[str, Any], level: str) -> bool:
+    """Whether ``request`` is the test file's own ``expected_output`` of a call of ``level``."""
+    return request["level"] == level and request["kind"] == "expected_output"
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from genenv.benchmarks.base import Task, ToolCall, Trajectory, Turn
 
 DATA = Path(os.environ.get("GENENV_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")) / "apibank"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"API-Bank data not found at {DATA}")
+USER = {"username": "a", "password": "b"}
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +72,13 @@ def test_modes_defaults_and_switches():
     [
         ("API-Request: [GetToday()]", ("GetToday", {})),
         # one line, greedy: the second call's parameters are read as the first call's
-        ("[GetUserToken(username='a', password='b')] [AddAlarm(time='t')]", ("GetUserToken", {"username": "a", "password": "b", "time": "t"})),
-        ("[GetUserToken(username='a', password='b')] and then [GetToday()]", ("GetUserToken", {"username": "a", "password": "b"})),
-        ("[QueryStock(stock_code='AA\"PL', date='2022-01-01')]", ("QueryStock", {"stock_code": "AA", "date": "2022-01-01"})),
+        ("[GetUserToken(username='a', password='b')] [AddAlarm(time='t')]", ("GetUserToken", {**USER, "time": "t"})),
+        ("[GetUserToken(username='a', password='b')] and then [GetToday()]", ("GetUserToken", USER)),
+        ("[QueryStock(stock_code='AA\"PL', date='2022')]", ("QueryStock", {"stock_code": "AA", "date": "2022"})),
         ("[RecordHealthData(humidity=0.5)]", ("RecordHealthData", {"humidity": "0"})),
         ("[BookHotel(room_count=' 1 ')]", ("BookHotel", {"room_count": " 1 "})),
         ("[AddMeeting(attendees=['a', 'b'])]", ("AddMeeting", {"attendees": "['a', 'b']"})),
-        ("[AddMeeting(attendees='[\"a\", \"b\"]')]", ("AddMeeting", {"attendees": "["})),
+        ('[AddMeeting(attendees=\'["a", "b"]\')]', ("AddMeeting", {"attendees": "["})),
         ("API-Request:\n[GetUserToken(\nusername='a',\npassword='b'\n)]", None),  # one line only
         ('<tool_call>{"name": "GetToday", "arguments": {}}</tool_call>', None),
         ("I cannot help.", None),
@@ -115,8 +116,10 @@ def test_official_response_sample_reads_no_call(official):
 def test_text_deviations_lists_and_numbers(official, tasks):
     meeting = first(tasks["level-1-api"], "AddMeeting")
     arguments = {k: v for k, v in meeting.gold["calls"][0]["arguments"].items()}
-    attendees = arguments["attendees"] if isinstance(arguments["attendees"], list) else json.loads(
-        arguments["attendees"].replace("'", '"')
+    attendees = (
+        arguments["attendees"]
+        if isinstance(arguments["attendees"], list)
+        else json.loads(arguments["attendees"].replace("'", '"'))
     )
     pieces = [f"{k}='{v}'" for k, v in arguments.items() if k != "attendees"] + [f"attendees={attendees!r}"]
     text = f"API-Request: [AddMeeting({', '.join(pieces)})]"
@@ -151,7 +154,8 @@ def test_data_repair_deviations_make_gold_calls_reproduce(deviation, split, api)
     failing = [
         t.task_id
         for t_on, t in zip(on.load_tasks(split), off.load_tasks(split), strict=True)
-        if t.gold["calls"][0]["name"] == api and bucket_of_gold(off, t) != "CORRECT"
+        if t.gold["calls"][0]["name"] == api
+        and bucket_of_gold(off, t) != "CORRECT"
         and bucket_of_gold(on, t_on) == "CORRECT"
     ]
     assert failing, f"switching {deviation} off changes no {api} verdict"

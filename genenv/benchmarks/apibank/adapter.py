@@ -113,7 +113,6 @@ from .calls import (
     split_camel_case,
 )
 from .checks import get_check
-from .scoring import API_REQUEST_FORMAT, Scoring
 from .data import (
     DB_FILES,
     DIALOGUE_DIRS,
@@ -124,6 +123,7 @@ from .data import (
     dialogue_samples,
     repair_legacy,
 )
+from .scoring import API_REQUEST_FORMAT, Scoring
 from .tool_searcher import Catalogue, ToolSearcher
 from .training import TRAIN_LEVEL, call_matches, training_tasks
 from .world import ApiImpl, World, run_api
@@ -132,6 +132,7 @@ LEVELS = ("level-1", "level-2", "level-3")
 MAX_OBSERVATION_CHARS = 6000
 #: not offered for generated tasks (network fixtures, internal helper, search)
 NOT_GENERATED = NETWORK_APIS | {"CheckToken", "ToolSearcher"}
+
 
 @dataclass
 class APIBankState:
@@ -528,10 +529,11 @@ class APIBankAdapter(BenchmarkAdapter):
         if self.scoring.mode == "genenv":
             return None
         arguments = {"token": "a9s8d7f6g5h4", "time": "2023-03-16 07:30:00"}
+        result = render_result({"api_name": "AddAlarm", "output": "success", "exception": None})
         return [
             {"role": "user", "content": "Set an alarm for 2023-03-16 07:30:00, my token is a9s8d7f6g5h4."},
             {"role": "assistant", "content": self.format_call("AddAlarm", arguments)},
-            {"role": "tool", "content": render_result({"api_name": "AddAlarm", "output": "success", "exception": None})},
+            {"role": "tool", "content": result},
             {"role": "assistant", "content": "Your alarm for 2023-03-16 07:30:00 is set."},
         ]
 
@@ -582,7 +584,8 @@ class APIBankAdapter(BenchmarkAdapter):
             ]
             if level == TRAIN_LEVEL:  # no implementation to execute: exact match with the gold request
                 buckets = [
-                    "CORRECT" if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
+                    "CORRECT"
+                    if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
                     else ("INPUT_MISMATCH" if b == "CHECK_ERROR" else b)
                     for i, (g, b) in enumerate(zip(gold_calls, buckets))
                 ]
