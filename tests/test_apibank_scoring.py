@@ -98,8 +98,12 @@ def test_official_mode_asks_for_and_writes_the_api_request_form(official, tasks)
     assert call.arguments == {"hotel_name": "O", "room_count": "2", "rooms": "['a']"}
     shown = official.few_shot_exchanges()
     assert shown[1]["content"].startswith("API-Request: [AddAlarm(") and official.scoring.parse(shown[1]["content"])
-    genenv = APIBankAdapter(data_dir=DATA, scoring="genenv")
-    assert genenv.few_shot_exchanges() is None and genenv.format_call("GetToday", {}).startswith("<tool_call>")
+    genenv = APIBankAdapter(data_dir=DATA, scoring="genenv", deviations={"history_replay": False})
+    assert genenv.system_prompt(task) == official.system_prompt(task)  # one prompt: only the reading differs
+    assert genenv.few_shot_exchanges() == shown and official.reporting_adapter() is official
+    reporting = genenv.reporting_adapter()  # validation of a lenient training run is scored officially
+    assert reporting.scoring == Scoring.make("official", {"history_replay": False})
+    assert reporting is genenv.reporting_adapter()
     messages = official.expert_messages(task)  # the gold call in the official form replays to 1
     assert messages[0]["content"].startswith("API-Request: [ModifyRegistration(")
 

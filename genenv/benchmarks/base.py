@@ -168,6 +168,11 @@ class BenchmarkAdapter(ABC):
         """How this adapter scores (mode, deviations), for results files; ``None``: one mode only."""
         return None
 
+    def reporting_adapter(self) -> BenchmarkAdapter:
+        """The adapter whose scores are reported (validation during training): this one, or, where this one
+        scores leniently for training, its official counterpart over the same tasks."""
+        return self
+
     def system_prompt(self, task: Task) -> str:
         """Benchmark instructions placed before the tool schemas (override to customise)."""
         return "You are a helpful assistant that solves the user's request by calling tools."

@@ -42,8 +42,9 @@ Level-3 scores its calls; its ROUGE-L and ``sample_correct`` (all calls right) g
 breakdown.
 
 Scoring modes (:mod:`.scoring`, option ``scoring``): ``official`` (the default) reads the agent's
-text exactly as the official evaluator does and asks for its ``API-Request: [ApiName(...)]`` form;
-``genenv`` reads every format ``parse_tool_calls`` reads. The deviations below are each switchable
+text exactly as the official evaluator does; ``genenv`` reads every format ``parse_tool_calls`` reads
+(training only; ``reporting_adapter`` validates in ``official`` mode). Both ask for the test prompts'
+``API-Request: [ApiName(...)]`` form. The deviations below are each switchable
 (``deviations=``); ``official`` keeps the data repairs on and the two text-reading deviations
 (``list_arguments``, ``lenient_numbers``) off.
 
@@ -123,7 +124,7 @@ from .data import (
     dialogue_samples,
     repair_legacy,
 )
-from .scoring import API_REQUEST_FORMAT, Scoring
+from .scoring import API_REQUEST_FORMAT, TEXT_DEVIATIONS, Scoring
 from .tool_searcher import Catalogue, ToolSearcher
 from .training import TRAIN_LEVEL, call_matches, training_tasks
 from .world import ApiImpl, World, run_api
@@ -187,6 +188,7 @@ class APIBankAdapter(BenchmarkAdapter):
         self.data = APIBankData(self.data_dir)
         self.toolsearcher_backend = toolsearcher_backend
         self.scoring = Scoring.make(scoring, deviations)
+        self._reporting: APIBankAdapter | None = None
         self._searchers: dict[str, ToolSearcher] = {}
         self._examples: list[dict[str, Any]] | None = None
 
@@ -516,18 +518,26 @@ class APIBankAdapter(BenchmarkAdapter):
     def scoring_mode(self) -> dict[str, Any]:
         return self.scoring.describe()
 
+    def reporting_adapter(self) -> APIBankAdapter:
+        """This adapter in ``official`` mode, with the same data repairs and the text deviations off."""
+        if self.scoring.mode == "official":
+            return self
+        if self._reporting is None:
+            self._reporting = APIBankAdapter(
+                self.data_dir,
+                toolsearcher_backend=self.toolsearcher_backend,
+                scoring="official",
+                deviations=sorted(self.scoring.deviations - TEXT_DEVIATIONS),
+            )
+        return self._reporting
+
     def format_call(self, name: str, arguments: dict[str, Any]) -> str:
-        """``official``: ``API-Request: [Name(k='v', ...)]`` (:func:`.calls.format_value`); ``genenv``: the
-        ``<tool_call>`` JSON form."""
-        if self.scoring.mode == "genenv":
-            return super().format_call(name, arguments)
+        """``API-Request: [Name(k='v', ...)]``, the form the test prompts show (:func:`.calls.format_value`)."""
         inner = ", ".join(f"{key}={format_value(value)}" for key, value in arguments.items())
         return f"API-Request: [{name}({inner})]"
 
     def few_shot_exchanges(self) -> list[dict[str, Any]] | None:
-        """``official``: one worked exchange in the API-Request form; ``genenv``: the generic ones."""
-        if self.scoring.mode == "genenv":
-            return None
+        """One worked exchange in the API-Request form."""
         arguments = {"token": "a9s8d7f6g5h4", "time": "2023-03-16 07:30:00"}
         result = render_result({"api_name": "AddAlarm", "output": "success", "exception": None})
         return [
@@ -539,14 +549,10 @@ class APIBankAdapter(BenchmarkAdapter):
 
     def system_prompt(self, task: Task) -> str:
         level = task.metadata.get("level", "level-1")
-        if self.scoring.mode == "genenv":
-            form = '<tool_call>{"name": "ApiName", "arguments": {"param": "value"}}</tool_call>'
-        else:
-            form = API_REQUEST_FORMAT
         lines = [
             "You are an AI assistant that helps the user by calling APIs.",
             "To call an API, write exactly one call per message as",
-            form,
+            API_REQUEST_FORMAT,
             "and wait for its result. Use only parameter names from the API's schema and the "
             "values the user gave (dates as %Y-%m-%d, times as %Y-%m-%d %H:%M:%S).",
         ]

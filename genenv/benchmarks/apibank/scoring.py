@@ -7,12 +7,12 @@ included, is read as more parameters of the first call), parameters found by a t
 a quoted value is cut at its first quote character of either kind, an unquoted value is the first
 word (``humidity=0.5`` reads ``'0'``), a list is its source text. Every value is a string; the
 API's declared types are applied as ``ToolManager.api_call`` applies them (``isdigit``, ``== 'True'``,
-lists passed on as text). Text without such a call is a plain answer. The agent is asked to write
-that form: ``API-Request: [ApiName(key1='value1', key2='value2', ...)]``.
+lists passed on as text). Text without such a call is a plain answer.
 
 ``genenv`` reads any format :func:`genenv.envs.parsing.parse_tool_calls` reads (``<tool_call>`` JSON,
 bare JSON, Python call lists with typed literals); training uses it only where the config asks for
-``scoring: genenv``.
+``scoring: genenv``, and validation is then scored by the adapter's official counterpart. Both modes ask
+the agent for the test prompts' form, ``API-Request: [ApiName(key1='value1', key2='value2', ...)]``.
 
 :data:`DEVIATIONS` are genenv's deliberate departures from the official code, each switchable with
 ``deviations=``: a list (exactly those on) or a mapping ``{name: bool}`` (changes to the mode's
