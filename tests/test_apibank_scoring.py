@@ -195,3 +195,12 @@ def test_expected_output_strings_replay(scoring, figures):
         tasks = adapter.load_tasks(split)
         scored = sum(bucket_of_text(adapter, t, s["expected_output"]) == "CORRECT" for t, s in zip(tasks, samples))
         assert scored == correct, split
+
+
+def test_history_replay_parses_list_text_as_the_recording_did(official):
+    """Replayed dialogue calls reproduce the recorded state: their list text is parsed in every mode."""
+    task = next(t for t in official.load_tasks("level-1-api") if t.task_id == "apibank-l1-api-0034")
+    (record,) = [c for c in task.metadata["replay"] if c["name"] == "RecordHealthData"]
+    assert isinstance(record["arguments"]["health_data"], str) and record["output"] == "success"
+    health = official.start(task).world.read("HealthData")
+    assert {"time": "2023-08-06 09:00:00", "blood_pressure": "120/80", "heart_rate": "80"} in health["12345"]

@@ -393,9 +393,10 @@ class APIBankAdapter(BenchmarkAdapter):
         return state
 
     def _replay(self, state: APIBankState, call: dict[str, Any]) -> None:
-        """Re-run an earlier call of the dialogue; random ids/tokens take the recorded value."""
+        """Re-run an earlier call of the dialogue; random ids/tokens take the recorded value, and list text is
+        parsed as the recording parsed it, whatever the scoring mode."""
         try:
-            result = self._run(state, call["name"], call.get("arguments") or {})
+            result = self._run(state, call["name"], call.get("arguments") or {}, replaying=True)
         except Exception:  # noqa: BLE001 - a bad history call just does not happen
             return
         recorded = call.get("output")
@@ -412,7 +413,7 @@ class APIBankAdapter(BenchmarkAdapter):
             if username in db:
                 db[username]["token"] = recorded["token"]
 
-    def _run(self, state: APIBankState, name: Any, arguments: Any) -> dict[str, Any]:
+    def _run(self, state: APIBankState, name: Any, arguments: Any, replaying: bool = False) -> dict[str, Any]:
         """Execute one call; returns the result dict or raises ArgumentError."""
         if state.level == TRAIN_LEVEL:
             return _check_described_call(state.schemas, name, arguments)
@@ -453,7 +454,7 @@ class APIBankAdapter(BenchmarkAdapter):
         coerced = coerce_arguments(
             spec.get("input_parameters") or {},
             args,
-            list_arguments=self.scoring.on("list_arguments"),
+            list_arguments=replaying or self.scoring.on("list_arguments"),
             lenient_numbers=self.scoring.on("lenient_numbers"),
         )
         return run_api(impl, state.world, coerced)
