@@ -205,6 +205,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     data_dir = Path(os.environ.get("GENENV_DATA_DIR", "")) / "apibank"
+    if not (data_dir / "test-data").is_dir():
+        parser.error(f"no API-Bank test data at {data_dir}: set GENENV_DATA_DIR to the folder holding apibank/")
+    if not (args.official_dir / "evaluator_by_json.py").is_file():
+        parser.error(f"{args.official_dir} is not DAMO-ConvAI's api-bank/ folder (no evaluator_by_json.py)")
     started, load_before = time.perf_counter(), os.getloadavg()
     official = GenenvScorer(APIBankAdapter(data_dir=data_dir, scoring="official"))
     requests = build_requests(official.adapter, data_dir)
