@@ -3,7 +3,8 @@
     GENENV_DATA_DIR=../shared/data python benchmarks/parse_score_throughput.py [--repeats 3]
 
 Replays every gold API call of API-Bank level-1 and level-2 as agent text (in the three accepted
-formats) through ``ToolEnv.reset`` / ``step``, and separately times ``parse_tool_calls`` alone.
+formats) through ``ToolEnv.reset`` / ``step``, and separately times ``parse_tool_calls`` alone. The adapter
+runs in its ``genenv`` scoring mode, the one that reads all three formats (``official`` reads only the third).
 Writes ``benchmarks/results/parse_score_throughput.json``.
 """
 
@@ -37,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    adapter = get_benchmark("apibank")
+    adapter = get_benchmark("apibank", scoring="genenv")
     tasks = [t for split in ("level-1-api", "level-2-api") for t in adapter.load_tasks(split)]
     episodes = [(t, action_texts(t.gold["calls"][0]["name"], t.gold["calls"][0]["arguments"])) for t in tasks]
     env = ToolEnv(adapter, tasks=tasks, max_turns=4)

@@ -534,8 +534,9 @@ class CoEvolutionTrainer:
         return stats.to_dict()
 
     def _validate(self) -> dict[str, Any]:
-        """The agent's greedy score on the fixed held-out tasks: the adapter's metrics and every task's score (in
-        task order, so stages of a run can be compared task by task)."""
+        """The agent's greedy score on the fixed held-out tasks, scored by the adapter's ``reporting_adapter``
+        (API-Bank: official scoring even where training reads text leniently): its metrics and every task's score
+        (in task order, so stages of a run can be compared task by task)."""
         if not self.validation_tasks:
             return {}
         agent = Agent(
@@ -544,7 +545,7 @@ class CoEvolutionTrainer:
             few_shot=self.config.agent.few_shot,
         )
         summary, episodes = evaluate(
-            self.adapter,
+            self.adapter.reporting_adapter(),
             agent,
             self.validation_tasks,
             batch_size=8,

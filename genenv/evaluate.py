@@ -2,8 +2,9 @@
 
     python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny]
 
-Writes ``results.json`` (metrics, per-family success, every episode) and ``results.md`` (a
-table) into the Hydra run folder and prints where they are.
+Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored) and
+``results.md`` (a table) into the Hydra run folder and prints where they are. Scores come from the
+adapter's ``reporting_adapter`` (API-Bank: the official text-to-call step, whatever the bench config says).
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def main(cfg: DictConfig) -> None:
     bench = require_bench(cfg)
     from genenv.agents.models import load_policy
 
-    adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg))
+    # reported numbers are scored officially, even where the bench config reads text leniently for training
+    adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg)).reporting_adapter()
     split = cfg.split or cfg.category or bench.split
     tasks = adapter.load_tasks(split)[:: int(cfg.stride)]
     if cfg.limit:
@@ -107,6 +109,7 @@ def main(cfg: DictConfig) -> None:
         "split": split,
         "model": cfg.model.name,
         "n_tasks": len(tasks),
+        "scoring": adapter.scoring_mode(),
         **summary,
         "config": OmegaConf.to_container(cfg, resolve=True),
         "episodes": [episode_summary(adapter, episode) for episode in episodes],

@@ -33,17 +33,22 @@ def test_check_env_with_tiny_simulator(tiny_policy):
     assert env.unwrapped.generation_log, "the simulator was asked for tasks"
 
 
-def test_generated_task_is_validated_and_played():
+@pytest.mark.parametrize(
+    "scoring, action",
+    [
+        ("official", "API-Request: [Calculator(formula='(12+8)*3')]"),
+        ("genenv", '<tool_call>{"name": "Calculator", "arguments": {"formula": "(12+8)*3"}}</tool_call>'),
+    ],
+)
+def test_generated_task_is_validated_and_played(scoring, action):
     simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), "not json at all"], "Calculator")
-    env = gym.make("GenEnv-APIBank-v0", simulator=simulator, max_turns=3)
+    env = gym.make("GenEnv-APIBank-v0", simulator=simulator, max_turns=3, scoring=scoring)
     obs, info = env.reset(seed=0, options=None)
     assert info["task_origin"] == "simulator" and info["task"]["source"] == "generated"
     assert "(12+8)*3" in obs and info["family"] == "Calculator"
     rejected = [r for r in env.unwrapped.generation_log if r["task"] is None]
     assert len(rejected) == 1 and rejected[0]["reject_reason"].startswith("unparsable")
-    _, reward, terminated, _, info = env.step(
-        '<tool_call>{"name": "Calculator", "arguments": {"formula": "(12+8)*3"}}</tool_call>'
-    )
+    _, reward, terminated, _, info = env.step(action)
     assert terminated and reward == 1.0 and info["score_breakdown"]["buckets"] == ["CORRECT"]
 
 
@@ -56,15 +61,27 @@ def test_generated_task_with_failing_gold_call_is_rejected():
     assert all(r["reject_reason"].startswith("invalid") for r in env.unwrapped.generation_log)
 
 
-def test_benchmark_tasks_and_bad_actions():
-    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1", expose_gold=True)
-    _, info = env.reset(seed=3)
-    assert info["task_origin"] == "benchmark" and info["task"]["split"] == "level-1"
-    for action, kind in [
+BAD_ACTIONS = {
+    "genenv": [
         ('<tool_call>{"name": "NoSuchApi", "arguments": {}}</tool_call>', "unknown_tool"),
         ('<tool_call>{"name": "Calculator", "arguments": {"formula": "1+1", "x": 1}}</tool_call>', "unknown_argument"),
         ("<tool_call>{'name': 'Calculator'}</tool_call>", "malformed_json"),
-    ]:
+    ],
+    "official": [
+        ("API-Request: [NoSuchApi()]", "unknown_tool"),
+        ("[Calculator(formula='1+1', x='1')]", "unknown_argument"),
+        # one line: the second call's parameters are read as the first call's
+        ("[Calculator(formula='1+1')] then [GetUserToken(username='a')]", "unknown_argument"),
+    ],
+}
+
+
+@pytest.mark.parametrize("scoring", ["official", "genenv"])
+def test_benchmark_tasks_and_bad_actions(scoring):
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", expose_gold=True, scoring=scoring)
+    _, info = env.reset(seed=3)
+    assert info["task_origin"] == "benchmark" and info["task"]["split"] == "level-1"
+    for action, kind in BAD_ACTIONS[scoring]:
         env.reset(seed=3, options={"task": info["task"]})
         _, reward, _, _, step_info = env.step(action)
         assert step_info["error"] == kind and reward == 0.0
@@ -86,11 +103,16 @@ def test_embedded_model_plays_one_episode_and_simulates():
 
 def test_a_level_1_sample_takes_one_output_as_the_official_evaluation_does():
     """A call the evaluator cannot read is wrong, not retried; a level-3 chain keeps the env's turns."""
-    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=4)
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=4, scoring="genenv")
     env.reset(seed=0)
     _, reward, terminated, truncated, info = env.step('<tool_call>{"name": broken</tool_call>')
     assert (reward, terminated, truncated) == (0.0, False, True) and info["error"] == "malformed_json"
-    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-3", max_turns=4)
+    # official: text without "[ApiName(...)]" on one line is the sample's output, with no API call in it
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=4)
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("API-Request:\n[ModifyRegistration(\nappointment_id='34567890')]")
+    assert (reward, terminated) == (0.0, True) and info["score_breakdown"]["buckets"] == ["NO_API_CALL"]
+    env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-3", max_turns=4, scoring="genenv")
     env.reset(seed=0)
     _, _, terminated, truncated, _ = env.step('<tool_call>{"name": broken</tool_call>')
     assert not terminated and not truncated

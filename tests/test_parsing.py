@@ -2,6 +2,7 @@ import json
 import re
 import time
 import keyword
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -48,6 +49,24 @@ def test_apibank_regex_fallback_keeps_official_semantics():
     # not valid Python (nested quotes): API-Bank's own regex reads the value up to the next quote
     (call,) = parse_tool_calls("[AddMeeting(attendees='['a','b']', meeting_topic='x')]")
     assert call.name == "AddMeeting" and call.arguments["attendees"] == "["
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [" and then [GetToday()]", " [GetToday()]", ", [GetToday()]", " + [GetToday()] is next", "\n[GetToday()]"],
+)
+def test_leading_call_list_survives_trailing_text_python_can_read(tail):
+    # "[f(...)] and then [g()]" is valid Python (a subscript), but not a call list: the leading call is kept
+    (call,) = parse_tool_calls("[GetUserToken(username='a', password='b')]" + tail)
+    assert call.name == "GetUserToken" and call.arguments == {"username": "a", "password": "b"}
+
+
+def test_leading_call_found_among_many_closing_brackets_in_bounded_time():
+    text = "[f(a=1)]" + " then g(x)]" * 3000
+    started = time.perf_counter()
+    (call,) = parse_tool_calls(text)
+    assert (call.name, call.arguments) == ("f", {"a": 1})
+    assert time.perf_counter() - started < 1.0
 
 
 def test_plain_text_is_an_answer():

@@ -251,3 +251,18 @@ def test_base_limit_keeps_an_even_spread_of_the_training_split(tmp_path):
     every = [t.task_id for t in trainer.adapter.load_tasks("train")]
     assert len(ids) == 5 and ids[0] == every[0] and ids[-1] == every[-1] and ids == sorted(ids, key=every.index)
     trainer.lock.release()
+
+
+def test_lenient_training_is_validated_with_official_scoring(tmp_path, monkeypatch):
+    """API-Bank trained with ``scoring: genenv`` reports validation scored by the official text-to-call step."""
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, adapter_options={"scoring": "genenv"}))
+    assert trainer.adapter.scoring.mode == "genenv"
+    used = []
+
+    def evaluate(adapter, agent, tasks, **_):
+        used.append(adapter)
+        return {"metrics": {"n": float(len(tasks))}}, []
+
+    monkeypatch.setattr("genenv.coevolution.evaluate", evaluate)
+    assert trainer._validate() == {"n": 2.0, "task_scores": []}
+    assert [adapter.scoring.mode for adapter in used] == ["official"]

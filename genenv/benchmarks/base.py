@@ -155,6 +155,24 @@ class BenchmarkAdapter(ABC):
     def execute(self, state: Any, call: ToolCall) -> StepResult:
         """Run ``call`` against ``state``. Never raises on bad calls: returns ``error``."""
 
+    def parse_action(self, text: str, state: Any) -> list[ToolCall]:
+        """The tool calls in one action of the episode ``state`` (``[]``: a plain answer); raises
+        :class:`~genenv.envs.parsing.ToolCallParseError`. The default reads every format
+        :func:`~genenv.envs.parsing.parse_tool_calls` reads; an adapter whose official evaluator reads
+        model text its own way overrides it (API-Bank's ``scoring`` option)."""
+        from genenv.envs.parsing import parse_tool_calls
+
+        return parse_tool_calls(text)
+
+    def scoring_mode(self) -> dict[str, Any] | None:
+        """How this adapter scores (mode, deviations), for results files; ``None``: one mode only."""
+        return None
+
+    def reporting_adapter(self) -> BenchmarkAdapter:
+        """The adapter whose scores are reported (validation during training): this one, or, where this one
+        scores leniently for training, its official counterpart over the same tasks."""
+        return self
+
     def system_prompt(self, task: Task) -> str:
         """Benchmark instructions placed before the tool schemas (override to customise)."""
         return "You are a helpful assistant that solves the user's request by calling tools."

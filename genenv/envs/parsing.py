@@ -138,16 +138,21 @@ def _call_from_object(obj: Any, raw: str) -> ToolCall:
 def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
     """Parse ``[f(a=1), g(b='x')]`` starting at ``start``; try each closing ``)]`` from the last.
 
-    Only text that is not Python at all falls back to API-Bank's regex; valid Python that breaks
-    the call rules is an error (positional arguments), except non-literal values written the way
-    Java/JavaScript calls are (``[f(node=rootNode, flag=true)]``), which are kept as source text.
+    The longest span that Python reads as a list of calls wins; a longer span that Python reads as
+    something else (``[f(a=1)] and then [g()]`` is a subscript) is passed over, so the leading call
+    list is kept and the text after it ignored. Only text that is not Python at all falls back to
+    API-Bank's regex; a call list that breaks the call rules is an error (positional arguments),
+    except non-literal values written the way Java/JavaScript calls are (``[f(node=rootNode,
+    flag=true)]``), which are kept as source text.
     """
     ends = [m.end() for m in re.finditer(r"\)\s*\]", text[start:])]
-    for end in reversed(ends[-_MAX_PY_CANDIDATES:]):
+    for end in reversed(ends[:_MAX_PY_CANDIDATES]):
         source = text[start : start + end].strip()
         try:
             tree = ast.parse(source, mode="eval")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if not _is_call_list(tree.body):
             continue
         try:
             return _calls_from_python(tree, source)
@@ -163,6 +168,13 @@ def _parse_python_calls(text: str, start: int) -> list[ToolCall]:
     if calls:
         return calls
     raise ToolCallParseError("malformed_call", "cannot read the call list: expected [f(key=value, ...)]")
+
+
+def _is_call_list(node: ast.expr) -> bool:
+    """``[f(...), ...]``, ``(f(...), ...)`` or ``f(...)``: the shapes a call list takes in Python."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(isinstance(item, ast.Call) for item in node.elts)
+    return isinstance(node, ast.Call)
 
 
 def _calls_from_python(tree: ast.Expression, source: str) -> list[ToolCall]:

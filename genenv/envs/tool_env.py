@@ -22,7 +22,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, Trajectory, Turn, get_benchmark
-from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
+from genenv.envs.parsing import ToolCallParseError
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class ToolEnv(gym.Env[str, str]):
         if not action.strip():
             return self._refuse(turn, "empty_action", "The action is empty. Call a tool or answer the user.")
         try:
-            calls = parse_tool_calls(action)
+            calls = self.adapter.parse_action(action, self._state)
         except ToolCallParseError as error:
             return self._refuse(turn, error.kind, f"Could not read your tool call: {error}")
         if not calls:

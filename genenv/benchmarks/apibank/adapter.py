@@ -41,31 +41,41 @@ ROUGE-L F1 (``rouge-score``) of the final answer, leading ``AI:``/``User:`` remo
 Level-3 scores its calls; its ROUGE-L and ``sample_correct`` (all calls right) go in the
 breakdown.
 
-Conformance (replaying every gold call through start/execute/score; see
-``tests/test_apibank.py``): level-1-api 399/399, level-2-api 135/135, level-3 245/245 calls
-with the MiniLM ToolSearcher backend. What it took, beyond the upstream behaviour:
+Scoring modes (:mod:`.scoring`, option ``scoring``): ``official`` (the default) reads the agent's
+text exactly as the official evaluator does; ``genenv`` reads every format ``parse_tool_calls`` reads
+(training only; ``reporting_adapter`` validates in ``official`` mode). Both ask for the test prompts'
+``API-Request: [ApiName(...)]`` form. The deviations below are each switchable
+(``deviations=``); ``official`` keeps the data repairs on and the two text-reading deviations
+(``list_arguments``, ``lenient_numbers``) off.
 
-* Gold ``DeleteMeeting`` calls: upstream's rule reads ``input['time']`` and raises KeyError
-  for every pair of successful calls, so upstream marks even the gold call wrong. The rule
-  here compares ``start_time`` (``strict_upstream_checks=True`` restores the KeyError).
-* 8 level-1 samples (TimedSwitch-level-1-{1,2,3}, CancelTimedSwitch-level-1-{1..5}) were
+Conformance (replaying every gold call, with its structured arguments, through start/execute/score;
+see ``tests/test_apibank.py``): level-1-api 399/399, level-2-api 135/135, level-3 245/245 calls
+with the MiniLM ToolSearcher backend and every deviation on. What it took, beyond the upstream
+behaviour (deviation names in brackets):
+
+* Gold ``DeleteMeeting`` calls [``delete_meeting_rule``]: upstream's rule reads ``input['time']``
+  and raises KeyError for every pair of successful calls, so upstream marks even the gold call
+  wrong. The rule here compares ``start_time``.
+* [``legacy_device_id``] 8 level-1 samples (TimedSwitch-level-1-{1,2,3}, CancelTimedSwitch-level-1-{1..5}) were
   recorded with an unreleased API version whose parameter was ``device_id``; the released
   API (and the instruction shown to models) calls it ``name``. Gold inputs are renamed
   ``device_id -> name``, ``device_id`` is accepted as an alias, and the timer the recorded
   CancelTimedSwitch successes presuppose (device '10000025') is added to TimeSwitch.
-* ToolSearcher outputs quote the API descriptions of the recording time (see
-  :mod:`.tool_searcher`); names given as keywords map to that API.
-* The calls made earlier in a sample's dialogue have happened: ``start`` replays them on the
+* [``recorded_descriptions``] ToolSearcher outputs quote the API descriptions of the recording
+  time (see :mod:`.tool_searcher`); [``name_keyword``] names given as keywords map to that API.
+* [``history_replay``] The calls made earlier in a sample's dialogue have happened: ``start`` replays them on the
   fresh databases (ids/tokens that AppointmentRegistration/RegisterUser draw at random take
   the recorded value). Upstream evaluates every sample against untouched init databases,
   which leaves 8 gold calls unreproducible: ForgotPassword 'Verification Code' (x4,
   needs the 'Forgot Password' call), GetUserToken after ForgotPassword changed the
   password (x2), RegisterUser of a user the dialogue deleted, QueryRegistration of an
-  appointment the dialogue made. ``history_replay="none"`` gives the upstream behaviour
-  (level-1-api 391/399), ``"stateful"`` replays ForgotPassword only (397/399).
-* QueryScene: the gold outputs quote an older Scenes table ('Light', 'Coffee Maker') while
+  appointment the dialogue made. Without it: the upstream behaviour (level-1-api 391/399).
+* [``query_scene_case``] QueryScene: the gold outputs quote an older Scenes table ('Light', 'Coffee Maker') while
   the released one stores device names lower-cased, as AddScene/ModifyScene do; the rule
   compares device lists with names normalised like those APIs' rules (5 samples).
+* [``list_arguments``, ``lenient_numbers``] list text parsed, number text read leniently
+  (:mod:`.calls`); off in ``official`` mode, where ``[AddMeeting(attendees=[...])]`` fails as
+  upstream fails it.
 """
 
 from __future__ import annotations
@@ -98,6 +108,7 @@ from .calls import (
     coerce_arguments,
     coerce_value,
     format_api_request,
+    format_value,
     json_schema_type,
     normalize_arguments,
     split_camel_case,
@@ -113,16 +124,16 @@ from .data import (
     dialogue_samples,
     repair_legacy,
 )
+from .scoring import API_REQUEST_FORMAT, TEXT_DEVIATIONS, Scoring
 from .tool_searcher import Catalogue, ToolSearcher
 from .training import TRAIN_LEVEL, call_matches, training_tasks
 from .world import ApiImpl, World, run_api
 
 LEVELS = ("level-1", "level-2", "level-3")
 MAX_OBSERVATION_CHARS = 6000
-#: APIs replayed by ``start`` under ``history_replay="stateful"`` (two-step state).
-STATEFUL_REPLAY = frozenset({"ForgotPassword"})
 #: not offered for generated tasks (network fixtures, internal helper, search)
 NOT_GENERATED = NETWORK_APIS | {"CheckToken", "ToolSearcher"}
+
 
 @dataclass
 class APIBankState:
@@ -168,16 +179,16 @@ class APIBankAdapter(BenchmarkAdapter):
         self,
         data_dir=None,
         toolsearcher_backend: str = "auto",
-        strict_upstream_checks: bool = False,
-        history_replay: str = "all",
+        scoring: str = "official",
+        deviations: list[str] | dict[str, bool] | None = None,
     ) -> None:
+        """``scoring``: ``'official'`` or ``'genenv'``; ``deviations``: exactly these on (a list), or the
+        mode's defaults changed (a mapping of names to true/false); see :mod:`.scoring`."""
         super().__init__(data_dir)
         self.data = APIBankData(self.data_dir)
         self.toolsearcher_backend = toolsearcher_backend
-        self.strict_upstream_checks = strict_upstream_checks
-        if history_replay not in ("all", "stateful", "none"):
-            raise ValueError("history_replay must be 'all', 'stateful' or 'none'")
-        self.history_replay = history_replay
+        self.scoring = Scoring.make(scoring, deviations)
+        self._reporting: APIBankAdapter | None = None
         self._searchers: dict[str, ToolSearcher] = {}
         self._examples: list[dict[str, Any]] | None = None
 
@@ -210,8 +221,8 @@ class APIBankAdapter(BenchmarkAdapter):
                 calls = [
                     {
                         "name": name,
-                        "arguments": repair_legacy(name, truth.get("param_dict") or {}),
-                        "result": _repair_result(name, truth.get("result")),
+                        "arguments": self._legacy(name, truth.get("param_dict") or {}),
+                        "result": self._legacy_result(name, truth.get("result")),
                     }
                 ]
                 response, api = None, name
@@ -224,11 +235,11 @@ class APIBankAdapter(BenchmarkAdapter):
             replay = [
                 {
                     "name": t["api_name"],
-                    "arguments": repair_legacy(t["api_name"], t.get("param_dict") or {}),
+                    "arguments": self._legacy(t["api_name"], t.get("param_dict") or {}),
                     "output": (t.get("result") or {}).get("output"),
                 }
                 for t in history[:prefix_len]
-                if t.get("role") == "API" and (self.history_replay == "all" or t.get("api_name") in STATEFUL_REPLAY)
+                if t.get("role") == "API"
             ]
             tag = "l1" if level == "level-1" else "l2"
             tasks.append(
@@ -252,6 +263,15 @@ class APIBankAdapter(BenchmarkAdapter):
                 )
             )
         return tasks
+
+    def _legacy(self, name: str, mapping: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Legacy parameter names renamed where ``legacy_device_id`` is on."""
+        return repair_legacy(name, mapping) if self.scoring.on("legacy_device_id") else mapping
+
+    def _legacy_result(self, name: str, result: Any) -> Any:
+        if not isinstance(result, dict):
+            return result
+        return {**result, "input": self._legacy(name, result.get("input"))}
 
     def _load_level3(self) -> list[Task]:
         tasks = []
@@ -332,8 +352,10 @@ class APIBankAdapter(BenchmarkAdapter):
             if key == "level-3":
                 catalogue = Catalogue(list(self.data.lv3_specs.values()), legacy=False)
             else:
-                catalogue = Catalogue(list(self.data.lv12_specs.values()), legacy=True)
-            self._searchers[key] = ToolSearcher(catalogue, self.toolsearcher_backend)
+                legacy = self.scoring.on("recorded_descriptions")
+                catalogue = Catalogue(list(self.data.lv12_specs.values()), legacy=legacy)
+            name_keyword = self.scoring.on("name_keyword")
+            self._searchers[key] = ToolSearcher(catalogue, self.toolsearcher_backend, name_keyword=name_keyword)
         return self._searchers[key]
 
     @property
@@ -353,7 +375,8 @@ class APIBankAdapter(BenchmarkAdapter):
                 has_response=bool(task.gold.get("response")),
                 schemas={t["function"]["name"]: t["function"]["parameters"] for t in self.tools(task)},
             )
-        world = World(init_db=self.data.init_db, level=level)
+        init_db = self.data.init_db if self.scoring.on("legacy_device_id") else self.data.released_db
+        world = World(init_db=init_db, level=level)
         world.tool_state["_fixtures"] = self.data.fixtures
         gold = task.gold if isinstance(task.gold, dict) else {}
         state = APIBankState(
@@ -364,15 +387,16 @@ class APIBankAdapter(BenchmarkAdapter):
             n_gold_calls=len(gold.get("calls") or []),
             has_response=bool(gold.get("response")),
         )
-        if self.history_replay != "none":
+        if self.scoring.on("history_replay"):
             for call in task.metadata.get("replay") or []:
                 self._replay(state, call)
         return state
 
     def _replay(self, state: APIBankState, call: dict[str, Any]) -> None:
-        """Re-run an earlier call of the dialogue; random ids/tokens take the recorded value."""
+        """Re-run an earlier call of the dialogue; random ids/tokens take the recorded value, and list text is
+        parsed as the recording parsed it, whatever the scoring mode."""
         try:
-            result = self._run(state, call["name"], call.get("arguments") or {})
+            result = self._run(state, call["name"], call.get("arguments") or {}, replaying=True)
         except Exception:  # noqa: BLE001 - a bad history call just does not happen
             return
         recorded = call.get("output")
@@ -389,7 +413,7 @@ class APIBankAdapter(BenchmarkAdapter):
             if username in db:
                 db[username]["token"] = recorded["token"]
 
-    def _run(self, state: APIBankState, name: Any, arguments: Any) -> dict[str, Any]:
+    def _run(self, state: APIBankState, name: Any, arguments: Any, replaying: bool = False) -> dict[str, Any]:
         """Execute one call; returns the result dict or raises ArgumentError."""
         if state.level == TRAIN_LEVEL:
             return _check_described_call(state.schemas, name, arguments)
@@ -424,9 +448,15 @@ class APIBankAdapter(BenchmarkAdapter):
         if impl is None:
             raise ArgumentError("unknown_tool", f"invalid tool name: {_short(name)}")
         args = normalize_arguments(arguments)
-        args = {LEGACY_PARAM_ALIASES.get((name, k), k): v for k, v in args.items()}
+        if self.scoring.on("legacy_device_id"):
+            args = {LEGACY_PARAM_ALIASES.get((name, k), k): v for k, v in args.items()}
         spec = self._specs(state.level)[name]
-        coerced = coerce_arguments(spec.get("input_parameters") or {}, args)
+        coerced = coerce_arguments(
+            spec.get("input_parameters") or {},
+            args,
+            list_arguments=replaying or self.scoring.on("list_arguments"),
+            lenient_numbers=self.scoring.on("lenient_numbers"),
+        )
         return run_api(impl, state.world, coerced)
 
     def execute(self, state: APIBankState, call: ToolCall) -> StepResult:
@@ -478,12 +508,52 @@ class APIBankAdapter(BenchmarkAdapter):
         except ExpertTraceError:  # e.g. a gold response holding JSON that reads as a tool call (2 tasks)
             return None
 
+    def parse_action(self, text: str, state: Any) -> list[ToolCall]:
+        """The scoring mode's text-to-call step; in ``official`` mode a level-1/2 response sample reads
+        no call (upstream scores the whole reply with ROUGE-L)."""
+        if self.scoring.mode == "official" and isinstance(state, APIBankState) and state.n_gold_calls == 0:
+            if state.has_response:
+                return []
+        return self.scoring.parse(text)
+
+    def scoring_mode(self) -> dict[str, Any]:
+        return self.scoring.describe()
+
+    def reporting_adapter(self) -> APIBankAdapter:
+        """This adapter in ``official`` mode, with the same data repairs and the text deviations off."""
+        if self.scoring.mode == "official":
+            return self
+        if self._reporting is None:
+            self._reporting = APIBankAdapter(
+                self.data_dir,
+                toolsearcher_backend=self.toolsearcher_backend,
+                scoring="official",
+                deviations=sorted(self.scoring.deviations - TEXT_DEVIATIONS),
+            )
+        return self._reporting
+
+    def format_call(self, name: str, arguments: dict[str, Any]) -> str:
+        """``API-Request: [Name(k='v', ...)]``, the form the test prompts show (:func:`.calls.format_value`)."""
+        inner = ", ".join(f"{key}={format_value(value)}" for key, value in arguments.items())
+        return f"API-Request: [{name}({inner})]"
+
+    def few_shot_exchanges(self) -> list[dict[str, Any]] | None:
+        """One worked exchange in the API-Request form."""
+        arguments = {"token": "a9s8d7f6g5h4", "time": "2023-03-16 07:30:00"}
+        result = render_result({"api_name": "AddAlarm", "output": "success", "exception": None})
+        return [
+            {"role": "user", "content": "Set an alarm for 2023-03-16 07:30:00, my token is a9s8d7f6g5h4."},
+            {"role": "assistant", "content": self.format_call("AddAlarm", arguments)},
+            {"role": "tool", "content": result},
+            {"role": "assistant", "content": "Your alarm for 2023-03-16 07:30:00 is set."},
+        ]
+
     def system_prompt(self, task: Task) -> str:
         level = task.metadata.get("level", "level-1")
         lines = [
             "You are an AI assistant that helps the user by calling APIs.",
             "To call an API, write exactly one call per message as",
-            '<tool_call>{"name": "ApiName", "arguments": {"param": "value"}}</tool_call>',
+            API_REQUEST_FORMAT,
             "and wait for its result. Use only parameter names from the API's schema and the "
             "values the user gave (dates as %Y-%m-%d, times as %Y-%m-%d %H:%M:%S).",
         ]
@@ -521,7 +591,8 @@ class APIBankAdapter(BenchmarkAdapter):
             ]
             if level == TRAIN_LEVEL:  # no implementation to execute: exact match with the gold request
                 buckets = [
-                    "CORRECT" if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
+                    "CORRECT"
+                    if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
                     else ("INPUT_MISMATCH" if b == "CHECK_ERROR" else b)
                     for i, (g, b) in enumerate(zip(gold_calls, buckets))
                 ]
@@ -580,7 +651,12 @@ class APIBankAdapter(BenchmarkAdapter):
         gold_result = gold_call.get("result")
         if not isinstance(gold_result, dict):
             return "CHECK_ERROR"
-        check = get_check(gold_call["name"], level, self.strict_upstream_checks)
+        check = get_check(
+            gold_call["name"],
+            level,
+            delete_meeting_rule=self.scoring.on("delete_meeting_rule"),
+            query_scene_case=self.scoring.on("query_scene_case"),
+        )
         if check is None:
             return "CHECK_ERROR"
         try:
@@ -799,14 +875,6 @@ def _instruction_apis(instruction: str) -> list[str]:
 def _clean_prompt(text: str) -> str:
     text = re.sub(r"\n?Generate (API Request|AI Response):\s*$", "\n", text.rstrip() + "\n")
     return text.lstrip()
-
-
-def _repair_result(name: str, result: Any) -> Any:
-    if not isinstance(result, dict):
-        return result
-    fixed = dict(result)
-    fixed["input"] = repair_legacy(name, result.get("input"))
-    return fixed
 
 
 def render_result(result: dict[str, Any]) -> str:

@@ -18,8 +18,11 @@ type declared in the API spec. This module reproduces both steps without ``eval`
     through at scoring time, but the dialogue data was recorded with parsed lists (its
     ``param_dict`` holds the text and ``result.input`` the parsed list), so parsing is
     what reproduces the gold results.
-  - ``int``/``float`` text may carry a leading ``-``; ``bool`` text is compared
-    case-insensitively with ``'true'`` (upstream: ``value == 'True'``).
+  - ``int``/``float`` text may carry a leading ``-`` and surrounding spaces; ``bool`` text is
+    compared case-insensitively with ``'true'`` (upstream: ``value == 'True'``).
+
+  The two text deviations above (lists, numbers) are switchable (``list_arguments``,
+  ``lenient_numbers``) and off in the ``official`` scoring mode (:mod:`.scoring`).
   - numbers given to a ``str`` parameter are turned into their text (JSON callers often
     send ``{"appointment_id": 34567890}``); dicts/lists given to ``str`` are rejected.
 """
@@ -61,6 +64,15 @@ def format_api_request(name: str, params: dict[str, Any] | None) -> str:
     return f"[{name}({inner})]"
 
 
+def format_value(value: Any) -> str:
+    """One argument as the API-Bank prompts write it: text, numbers and bools in single quotes, lists as their
+    literal. Upstream's regex ends a quoted value at its first quote character of either kind, so no quoting
+    carries a value that holds one."""
+    if isinstance(value, (list, tuple, dict)):
+        return repr(value)
+    return f"'{value}'"
+
+
 def split_camel_case(text: str) -> str:
     """``'QueryMeeting'`` -> ``'Query Meeting'`` (lv3_evaluator.split_by_uppercase)."""
     return "".join(" " + c if c.isupper() else c for c in text).strip()
@@ -87,13 +99,24 @@ def parse_literal(text: str) -> Any:
         raise ValueError(f"not a literal: {exc}") from None
 
 
-def coerce_value(name: str, value: Any, type_name: str) -> Any:
-    """Coerce one argument to the API-Bank declared type; raises ArgumentError('wrong_type')."""
+def coerce_value(
+    name: str, value: Any, type_name: str, *, list_arguments: bool = True, lenient_numbers: bool = True
+) -> Any:
+    """Coerce one argument to the API-Bank declared type; raises ArgumentError('wrong_type').
+
+    ``list_arguments=False``: list text is passed on as text, as ``ToolManager.api_call`` does;
+    ``lenient_numbers=False``: number and bool text are read exactly as it reads them (``isdigit``,
+    ``== 'True'``). See :data:`genenv.benchmarks.apibank.scoring.DEVIATIONS`.
+    """
     t = (type_name or "str").strip()
     if isinstance(value, str) and len(value) > MAX_STRING_CHARS and not t.startswith(("list", "dict", "json")):
         raise ArgumentError(
             "wrong_type", f"parameter {name!r} is too long ({len(value)} characters; limit {MAX_STRING_CHARS})"
         )
+    if isinstance(value, str) and not lenient_numbers and t in ("int", "float", "bool"):
+        return _upstream_text_value(value, t)
+    if isinstance(value, str) and not list_arguments and t.startswith("list"):
+        return value
     if t == "int":
         if isinstance(value, bool):
             raise ArgumentError("wrong_type", f"parameter {name!r} must be an int")
@@ -146,8 +169,28 @@ def coerce_value(name: str, value: Any, type_name: str) -> Any:
     raise ArgumentError("wrong_type", f"parameter {name!r} must be a string")
 
 
-def coerce_arguments(input_parameters: dict[str, dict[str, Any]], arguments: dict[str, Any]) -> dict[str, Any]:
-    """ToolManager.api_call's parameter processing (see module docstring for extensions).
+def _upstream_text_value(value: str, type_name: str) -> Any:
+    """``ToolManager.api_call`` on text given to an int, float or bool parameter."""
+    if type_name == "bool":
+        return value == "True"
+    digits = value if type_name == "int" else value.replace(".", "", 1)
+    if not digits.isdigit():
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}")
+    try:  # isdigit() accepts digits int() refuses ('²'): upstream raises ValueError there
+        return int(value) if type_name == "int" else float(value)
+    except ValueError:
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}") from None
+
+
+def coerce_arguments(
+    input_parameters: dict[str, dict[str, Any]],
+    arguments: dict[str, Any],
+    *,
+    list_arguments: bool = True,
+    lenient_numbers: bool = True,
+) -> dict[str, Any]:
+    """ToolManager.api_call's parameter processing (see module docstring for extensions, and
+    :func:`coerce_value` for the two switches).
 
     Raises :class:`ArgumentError` with kind ``unknown_argument`` (upstream AssertionError
     'invalid parameter name') or ``wrong_type``.
@@ -156,7 +199,13 @@ def coerce_arguments(input_parameters: dict[str, dict[str, Any]], arguments: dic
     for key, value in arguments.items():
         if not isinstance(key, str) or key not in input_parameters:
             raise ArgumentError("unknown_argument", f"invalid parameter name. parameter: {_short(key)}")
-        out[key] = coerce_value(key, value, str(input_parameters[key].get("type", "str")))
+        out[key] = coerce_value(
+            key,
+            value,
+            str(input_parameters[key].get("type", "str")),
+            list_arguments=list_arguments,
+            lenient_numbers=lenient_numbers,
+        )
     return out
 
 

@@ -9,7 +9,9 @@ counts that as incorrect (bucket ``KEY_ERROR`` / ``CHECK_ERROR``).
 Known upstream bug, fixed by default: DeleteMeeting's rule compares ``input['time']``, a
 key DeleteMeeting results never have, so upstream raises ``KeyError`` for every call where
 both outputs are 'success' - including the gold call itself. Here it compares
-``start_time`` (the meeting's time). ``strict_upstream=True`` restores the KeyError.
+``start_time`` (the meeting's time). ``delete_meeting_rule=False`` restores the KeyError, and
+``query_scene_case=False`` restores upstream's exact QueryScene comparison (deviations of
+:mod:`.scoring`).
 """
 
 from __future__ import annotations
@@ -415,9 +417,20 @@ LV3_CHECKS: dict[str, Check] = {
 }
 
 
-def get_check(api_name: str, level: str, strict_upstream: bool = False) -> Check | None:
-    """The rule for ``api_name`` at ``level`` (``'level-3'`` uses the level-3 classes)."""
+def query_scene_upstream(r: dict, g: dict) -> bool:
+    """QueryScene exactly as upstream: normalised scene name, then output and exception as they are."""
+    return r["input"]["name"].strip().lower() == g["input"]["name"].strip().lower() and out_exc(r, g)
+
+
+def get_check(
+    api_name: str, level: str, *, delete_meeting_rule: bool = True, query_scene_case: bool = True
+) -> Check | None:
+    """The rule for ``api_name`` at ``level`` (``'level-3'`` uses the level-3 classes); the two
+    switches turn genenv's repaired DeleteMeeting and QueryScene rules off (upstream's rules)."""
     table = LV3_CHECKS if level == "level-3" else LV12_CHECKS
-    if strict_upstream and api_name == "DeleteMeeting" and level != "level-3":
-        return delete_by_time("time")
+    if level != "level-3":
+        if not delete_meeting_rule and api_name == "DeleteMeeting":
+            return delete_by_time("time")
+        if not query_scene_case and api_name == "QueryScene":
+            return query_scene_upstream
     return table.get(api_name)

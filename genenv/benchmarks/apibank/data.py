@@ -105,10 +105,18 @@ class APIBankData:
         return {s["name"]: s for s in self.specs if s.get("level_set", "").startswith("lv3")}
 
     @cached_property
-    def init_db(self) -> dict[str, Any]:
+    def released_db(self) -> dict[str, Any]:
+        """The init databases as released (and the level-3 tables under ``'__lv3__'``)."""
         self.require(DB_FILES + SPEC_FILES)
         db = {name: _read_json(self.root / f"init_database/{name}.json") for name in DB_NAMES}
         db["__lv3__"] = _read_json(self.root / "meta/lv3_api_tables.json")
+        return db
+
+    @cached_property
+    def init_db(self) -> dict[str, Any]:
+        """:attr:`released_db` with the timers of :attr:`implied_timers` added to TimeSwitch."""
+        db = dict(self.released_db)
+        db["TimeSwitch"] = dict(db["TimeSwitch"])
         for device, timers in self.implied_timers.items():
             db["TimeSwitch"].setdefault(device, timers)
         return db

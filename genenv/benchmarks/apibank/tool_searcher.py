@@ -25,7 +25,7 @@ Backends, chosen by ``backend=`` (``"auto"`` picks the first available):
     Dependency-free fallback; with the name rule below it agrees with 30/45 level-2 gold
     calls (level-2-api replays 120/135).
 
-On top of either backend, keywords that *are* an API name (case, spaces and punctuation
+On top of either backend (unless ``name_keyword=False``), keywords that *are* an API name (case, spaces and punctuation
 ignored, e.g. ``'QueryMeeting'`` or ``'Query Stock'``) return that API. All level-3 gold
 keywords are API names and the gold answer is always that API (the plain model would map
 'Add Meeting' to QueryMeeting on 5 of 114 level-3 calls); on level-2 the rule agrees with
@@ -309,8 +309,9 @@ def get_embedder(backend: str = "auto"):
 class ToolSearcher:
     """Searches one :class:`Catalogue`; ``search`` returns the upstream ``best_matchs``."""
 
-    def __init__(self, catalogue: Catalogue, backend: str = "auto") -> None:
+    def __init__(self, catalogue: Catalogue, backend: str = "auto", name_keyword: bool = True) -> None:
         self.catalogue = catalogue
+        self.name_keyword = name_keyword
         self.embedder = get_embedder(backend)
         self.backend = self.embedder.name
         self._scores = None
@@ -323,7 +324,7 @@ class ToolSearcher:
             return self._scores
 
     def best_index(self, keywords: str) -> int | None:
-        exact = self.catalogue.by_norm.get(_norm_name(keywords))
+        exact = self.catalogue.by_norm.get(_norm_name(keywords)) if self.name_keyword else None
         if exact is not None:
             return exact
         scores = self._ranker()(keywords[:_MAX_KEYWORDS_CHARS])
