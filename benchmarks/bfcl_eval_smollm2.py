@@ -98,7 +98,7 @@ def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dic
         "model": args.model,
         "subset": f"{args.per_category} entries per single-turn category and {args.multi_turn} per multi-turn "
         "category, spread evenly (every K-th entry); greedy decoding; worked exchanges shown: "
-        f"{agent.few_shot} (the model config's few_shot)",
+        f"{model_few_shot(args.model)} (the model config's few_shot)",
         "groups": {k: v for k, v in metrics.items() if "/" not in k},
         "categories": categories,
         "seconds": seconds,
