@@ -98,9 +98,14 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
         shutil.copyfile(metrics, out / "runs" / f"{metrics.parent.name}.jsonl")
     _, alpha, band_k = TESTBEDS[testbed]
     runs = load_experiment((out / "runs").glob("*.jsonl"))
-    header = [f"# Curriculum experiment: {testbed}", "",
-              "Built by `python benchmarks/curriculum_experiment.py report " + testbed + "` from the metrics in `runs/`; "
-              "settings in `benchmarks/curriculum_experiment.py` (TESTBEDS) and each record's run.", "", ""]  # fmt: skip
+    header = [
+        f"# Curriculum experiment: {testbed}",
+        "",
+        f"Built by `python benchmarks/curriculum_experiment.py report {testbed}` from the metrics in `runs/`; settings "
+        "in `benchmarks/curriculum_experiment.py` (TESTBEDS) and each record's run.",
+        "",
+        "",
+    ]
     (out / "report.md").write_text("\n".join(header) + report(runs, alpha, band_k), encoding="utf-8")
     if runs:
         plot_experiment(runs, out, alpha, band_k)
@@ -152,8 +157,14 @@ def main() -> None:
             sub.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
             sub.add_argument("--jobs", type=int, default=2, help="runs at once (2 fills a 2-core machine)")
             sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
-            sub.add_argument("--set", dest="overrides", nargs="+", default=[], metavar="KEY=VALUE",
-                             help="Hydra overrides for every run (after the testbed's own)")
+            sub.add_argument(
+                "--set",
+                dest="overrides",
+                nargs="+",
+                default=[],
+                metavar="KEY=VALUE",
+                help="Hydra overrides for every run (after the testbed's own)",
+            )
     args = parser.parse_args()
     if args.action == "run":
         run(args)

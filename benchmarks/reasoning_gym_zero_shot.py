@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
                 for e, b in list(zip(group, breakdowns))[:2]
             ],
         }
-    decoding = "greedy" if args.temperature == 0 else f"{args.samples} samples per item at temperature {args.temperature}"
+    decoding = f"{args.samples} samples per item at temperature {args.temperature}" if args.temperature else "greedy"
     record = {
         "command": "python benchmarks/reasoning_gym_zero_shot.py " + " ".join(argv),
         "what": f"{args.model} zero-shot ({decoding}, the genenv Agent prompt, max {args.max_new_tokens} new tokens, "

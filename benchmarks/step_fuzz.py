@@ -61,9 +61,32 @@ def generic_actions(rng: random.Random, random_count: int) -> list[tuple[str, st
     actions: list[tuple[str, str]] = []
     for char in "[]{}()<>\"'`=,:;. \n\\-*#0a":
         actions.append((f"run of {char!r}", fill(char)))
-    for piece in ("[a(", "a=[", "a='", "[f(a=1)]", "<tool_call>", "<tool_call>{", '{"name":', '[{"name": "f", ',
-                  "Day 1:", "Day 1:\nBreakfast: ", "current_city: ", "act(", "search(", "answer(", "So the final answer is: ",
-                  "10**", "'ab'*", "((", "[[", "{'a': ", "f(a=f(a=", "\\u00e9", "é", "🙂"):
+    for piece in (
+        "[a(",
+        "a=[",
+        "a='",
+        "[f(a=1)]",
+        "<tool_call>",
+        "<tool_call>{",
+        '{"name":',
+        '[{"name": "f", ',
+        "Day 1:",
+        "Day 1:\nBreakfast: ",
+        "current_city: ",
+        "act(",
+        "search(",
+        "answer(",
+        "So the final answer is: ",
+        "10**",
+        "'ab'*",
+        "((",
+        "[[",
+        "{'a': ",
+        "f(a=f(a=",
+        "\\u00e9",
+        "é",
+        "🙂",
+    ):
         actions.append((f"repeated {piece!r}", fill(piece)))
     actions += [
         ("nested lists in a call", "[f(a=" + "[" * 5000 + "]" * 5000 + ")]"),
@@ -75,11 +98,11 @@ def generic_actions(rng: random.Random, random_count: int) -> list[tuple[str, st
         ("huge string product", "[f(a='ab' * 600000)]"),
         ("long word then space", "[f(" + "a" * 32000 + " b)]"),
         ("nested plan brackets", "[" * 32 + "a," * 15000 + "]" * 32),
-        ("python list of dicts", "[" + ", ".join("{'day': %d, 'current_city': 'x'}" % i for i in range(900)) + "]"),
+        ("python list of dicts", "[" + ", ".join(f"{{'day': {i}, 'current_city': 'x'}}" for i in range(900)) + "]"),
     ]
     for index in range(random_count):
         size = rng.choice([16, 256, 4096, LIMIT])
-        alphabet = rng.choice(["[](){}=,'\" a1\n", "".join(map(chr, range(32, 127))), "<>/tool_call{}\"name:"])
+        alphabet = rng.choice(["[](){}=,'\" a1\n", "".join(map(chr, range(32, 127))), '<>/tool_call{}"name:'])
         actions.append((f"random {index} ({size} chars)", "".join(rng.choice(alphabet) for _ in range(size))))
     return actions
 
@@ -90,13 +113,28 @@ def tool_actions(env: ToolEnv) -> list[tuple[str, str]]:
     for tool in env.adapter.tools(env.task):
         function = tool.get("function", tool)
         name, parameters = function["name"], list(function.get("parameters", {}).get("properties", {}))
-        for label, value in (("30 kB text", "x" * 30_000), ("huge int", 10**4000), ("deep list", [[[[0] * 50] * 50] * 3])):
+        for label, value in (
+            ("30 kB text", "x" * 30_000),
+            ("huge int", 10**4000),
+            ("deep list", [[[[0] * 50] * 50] * 3]),
+        ):
             arguments = {parameter: value for parameter in parameters} or {"a": value}
-            text = json.dumps({"name": name, "arguments": arguments}) if label != "huge int" else (
-                "[" + name + "(" + ", ".join(f"{p}=10**4000" for p in arguments) + ")]")
+            text = (
+                json.dumps({"name": name, "arguments": arguments})
+                if label != "huge int"
+                else ("[" + name + "(" + ", ".join(f"{p}=10**4000" for p in arguments) + ")]")
+            )
             actions.append((f"{name} with {label}", text[:LIMIT]))
-        actions.append((f"20 calls of {name}", "<tool_call>" + "</tool_call><tool_call>".join(
-            json.dumps({"name": name, "arguments": {p: "a" for p in parameters}}) for _ in range(20)) + "</tool_call>"))
+        actions.append(
+            (
+                f"20 calls of {name}",
+                "<tool_call>"
+                + "</tool_call><tool_call>".join(
+                    json.dumps({"name": name, "arguments": {p: "a" for p in parameters}}) for _ in range(20)
+                )
+                + "</tool_call>",
+            )
+        )
     return actions
 
 
@@ -104,15 +142,23 @@ def bm25_corpus(folder: str) -> str:
     path = os.path.join(folder, "corpus.jsonl")
     with open(path, "w") as handle:
         for index in range(200):
-            handle.write(json.dumps({"id": str(index), "title": f"Title {index}", "text": f"Passage {index} " * 30}) + "\n")
+            handle.write(
+                json.dumps({"id": str(index), "title": f"Title {index}", "text": f"Passage {index} " * 30}) + "\n"
+            )
     return path
 
 
 RANDOM_CAP = {"alfworld": 20}
 
 
-def fuzz_env(label: str, benchmark: str, kwargs: dict[str, Any], corpus: str, actions: list[tuple[str, str]],
-             seconds_limit: float) -> dict[str, Any]:
+def fuzz_env(
+    label: str,
+    benchmark: str,
+    kwargs: dict[str, Any],
+    corpus: str,
+    actions: list[tuple[str, str]],
+    seconds_limit: float,
+) -> dict[str, Any]:
     if benchmark == "bamboogle":
         kwargs = {**kwargs, "corpus": corpus}
     process = psutil.Process()
@@ -137,8 +183,13 @@ def fuzz_env(label: str, benchmark: str, kwargs: dict[str, Any], corpus: str, ac
         try:
             _, _, terminated, truncated, info = env.step(action)
         except Exception as error:  # the benchmark's point: count what escapes step()
-            raised.append({"action": name, "error": f"{type(error).__name__}: {error}"[:300],
-                           "trace": traceback.format_exc()[-600:]})
+            raised.append(
+                {
+                    "action": name,
+                    "error": f"{type(error).__name__}: {error}"[:300],
+                    "trace": traceback.format_exc()[-600:],
+                }
+            )
             terminated, truncated, info = True, False, {}
         seconds = time.perf_counter() - started
         growth = max(growth, process.memory_info().rss - before)
@@ -173,7 +224,9 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=300, help="random actions besides the crafted ones")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seconds-limit", type=float, default=1.0)
-    parser.add_argument("--only", nargs="*", help="env labels to run (default: all; a partial run writes no results file)")
+    parser.add_argument(
+        "--only", nargs="*", help="env labels to run (default: all; a partial run writes no results file)"
+    )
     args = parser.parse_args()
     actions = generic_actions(random.Random(args.seed), args.random)
     load_before = os.getloadavg()
@@ -186,11 +239,25 @@ def main() -> None:
                 continue
             result = fuzz_env(label, benchmark, kwargs, corpus, actions, args.seconds_limit)
             results.append(result)
-            print(json.dumps({k: result[k] for k in ("env", "steps", "seconds_p99", "seconds_max", "slowest_action",
-                                                      "rss_mb_max_growth_in_one_step")}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        k: result[k]
+                        for k in (
+                            "env",
+                            "steps",
+                            "seconds_p99",
+                            "seconds_max",
+                            "slowest_action",
+                            "rss_mb_max_growth_in_one_step",
+                        )
+                    }
+                ),
+                flush=True,
+            )
     payload = {
-        "command": "python benchmarks/step_fuzz.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None),
+        "command": "python benchmarks/step_fuzz.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None),
         "actions_per_env": f"{len(actions)} shared + each env's tools called with huge arguments",
         "max_action_chars": LIMIT,
         "load_average_before": [round(x, 2) for x in load_before],

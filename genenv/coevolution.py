@@ -377,7 +377,7 @@ class CoEvolutionTrainer:
     # -- tasks ------------------------------------------------------------------------------
     def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal]]:
         """This epoch's fresh tasks and every proposal written for them."""
-        if self.config.curriculum in ("static", "offline"):  # one pool, generated before training; same budget per epoch
+        if self.config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
             proposals: list[Proposal] = []
             if epoch == 0:
                 pool, proposals = self._generate(self.pool_size(), conditioned=False)

@@ -43,11 +43,15 @@ class Run:
     metrics: tuple[dict[str, Any], ...]
 
     def stages(self) -> list[tuple[str, list[float]]]:
-        """(stage, held-out task scores) in order: start, warm start, epoch 0, 1, ...; stages without scores left out."""
+        """(stage, held-out task scores) in order: start, warm start, epoch 0, 1, ...; stages without scores are
+        left out."""
         found: list[tuple[str, dict[str, Any]]] = []
         if self.metrics:
             first = self.metrics[0]
-            found += [("start", first.get("validation_start") or {}), ("warm start", first.get("validation_warm_start") or {})]
+            found += [
+                ("start", first.get("validation_start") or {}),
+                ("warm start", first.get("validation_warm_start") or {}),
+            ]
         found += [(f"epoch {m['epoch']}", m.get("validation") or {}) for m in self.metrics]
         return [(stage, [float(s) for s in v["task_scores"]]) for stage, v in found if v.get("task_scores")]
 
@@ -175,7 +179,12 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     fig, ax = plt.subplots(figsize=(7, 4))
     for curriculum, points in held_out_curves(runs).items():
         x = range(len(points))
-        ax.plot(x, [p["score"] for p in points], marker="o", label=f"{curriculum} ({points[0]['seeds'] if points else 0} seeds)")
+        ax.plot(
+            x,
+            [p["score"] for p in points],
+            marker="o",
+            label=f"{curriculum} ({points[0]['seeds'] if points else 0} seeds)",
+        )
         ax.fill_between(x, [p["low"] for p in points], [p["high"] for p in points], alpha=0.2)
         ax.set_xticks(list(x), [p["stage"] for p in points], rotation=30, fontsize=7)
     ax.set(title="Held-out score (mean over seeds, 95% bootstrap interval over seeds)", ylabel="score")
@@ -214,7 +223,9 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     left.set(title="Simulator KL to its initial policy", xlabel="epoch", ylabel="KL")
     for curriculum in curricula:
         generated = _per_epoch([r for r in runs if r.curriculum == curriculum], lambda m: m.get("generated_tasks"))
-        scores = _per_epoch([r for r in runs if r.curriculum == curriculum], lambda m: (m.get("validation") or {}).get("score"))
+        scores = _per_epoch(
+            [r for r in runs if r.curriculum == curriculum], lambda m: (m.get("validation") or {}).get("score")
+        )
         x, y = dict(zip(*generated[curriculum])), dict(zip(*scores[curriculum]))
         epochs = [e for e in x if e in y]
         right.plot([x[e] for e in epochs], [y[e] for e in epochs], marker="o", label=curriculum)
@@ -254,7 +265,8 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"[{s_low:+.3f}, {s_high:+.3f}] | {', '.join(f'{d:+.3f}' for d in diff['per_seed'])} |"
         )
     lines += ["", f"## p_hat against the band |p_hat - {alpha}| <= {band_k}", "",
-              "| run | p_hat per epoch | epochs after the first inside the band | generated tasks | simulator KL (last) |",
+              "| run | p_hat per epoch | epochs after the first inside the band | generated tasks | simulator KL "
+              "(last) |",
               "|---|---|---|---|---|"]  # fmt: skip
     for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
         p_hats = ", ".join("-" if m.get("p_hat") is None else f"{m['p_hat']:.2f}" for m in run.metrics)

@@ -1,7 +1,6 @@
 import json
-import re
-import time
 import keyword
+import re
 import time
 
 import pytest

@@ -311,7 +311,8 @@ def parse_apibank_call(text: str) -> ToolCall | None:
             closing = text.rfind(")]", line_start, line_end)
         if closing >= opening.end():
             raw = text[opening.start() : closing + 2]
-            return ToolCall(name=opening.group(1), arguments=parse_apibank_params(text[opening.end() : closing]), raw=raw)
+            arguments = parse_apibank_params(text[opening.end() : closing])
+            return ToolCall(name=opening.group(1), arguments=arguments, raw=raw)
     return None
 
 
