@@ -46,6 +46,7 @@ from accelerate.utils import broadcast_object_list
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent
+from genenv.agents.engines import COMPUTE_TYPES, ENGINES
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
@@ -99,6 +100,9 @@ class GenEnvConfig:
         simulator_batch_size: proposals per simulator ``generate`` call.
         simulator_max_new_tokens: generation limit of one proposal.
         simulator_temperature: sampling temperature of the simulator.
+        simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``auto``;
+            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``).
+        simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
         agent: GRPO settings of the agent update.
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
@@ -132,6 +136,8 @@ class GenEnvConfig:
     simulator_batch_size: int = 4
     simulator_max_new_tokens: int = 256
     simulator_temperature: float = 0.8
+    simulator_engine: str = "auto"
+    simulator_engine_compute_type: str = "int8"
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
@@ -153,6 +159,10 @@ class GenEnvConfig:
             raise ValueError(f"coevolution.static_pool_size must be at least 1 or null, got {self.static_pool_size}")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"coevolution.alpha must lie in [0, 1], got {self.alpha}")
+        if self.simulator_engine not in ENGINES:
+            raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
+        if self.simulator_engine_compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -214,6 +224,8 @@ class CoEvolutionTrainer:
                 batch_size=config.simulator_batch_size,
                 sampling=SamplingConfig(config.simulator_max_new_tokens, config.simulator_temperature, 0.95),
                 alpha=config.alpha,
+                engine=config.simulator_engine,
+                engine_compute_type=config.simulator_engine_compute_type,
             )
             self.traces = TracePool(self.run_dir / "pools")
             self.tasks = TaskPool(self.run_dir / "pools")
@@ -518,6 +530,7 @@ class CoEvolutionTrainer:
             self.agent_policy,
             SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens),
             few_shot=self.config.agent.few_shot,
+            engine=self.agent_trainer.engine,
         )
         summary, episodes = evaluate(
             self.adapter,
