@@ -470,7 +470,7 @@ class GRPOAgentTrainer:
             self.sync_seconds.append(self.engine.sync(self.model))
             self._synced_at = step
         sampling = SamplingConfig(self.config.max_new_tokens, self.config.temperature, self.config.top_p)
-        return self.engine.generator(sampling, seed=self.config.seed + 104729 * step, logprobs=True)
+        return self.engine.generator(sampling, logprobs=True)
 
     def _rollout_func(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """TRL ``rollout_func``: plays the tasks of this generation batch's rows in ToolEnv."""

@@ -146,9 +146,17 @@ def _conversion_key(
     return digest.hexdigest()
 
 
-def _fingerprint(model: Any) -> tuple:
-    """Changes whenever a weight is replaced or modified in place (optimizer steps, ``load_state_dict``)."""
-    return (id(model), *((id(t), t._version) for t in model.state_dict(keep_vars=True).values()))
+@torch.no_grad()
+def _fingerprint(model: Any) -> tuple[int, ...]:
+    """A checksum of every weight (the integer sum of its bits): it changes when any weight changes (one element
+    always; a whole update unless its bit changes cancel out exactly), at a fraction of a conversion's cost.
+    (Tensor version counters are no substitute: TRL's optimizer steps leave them unchanged.)"""
+    sums = []
+    for tensor in model.state_dict().values():
+        flat = tensor.detach().contiguous().reshape(-1)
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[flat.element_size()]
+        sums.append(int(flat.view(bits).sum(dtype=torch.int64)))
+    return tuple(sums)
 
 
 class CTranslate2Engine:
@@ -160,7 +168,9 @@ class CTranslate2Engine:
         logprob_temperature: the temperature whose log-probabilities :meth:`generator` reports (see the module
             docstring); sampling at any other temperature stays correct.
         threads: CTranslate2's OpenMP threads (default: ``torch.get_num_threads()``).
-        cache_dir: root of genenv's cache (default: that of :func:`~genenv.agents.models.load_policy`).
+        cache_dir: root of genenv's cache (default: that of :func:`~genenv.agents.models.load_policy`). The first
+            conversion is cached, except the tiny test model's when no ``cache_dir`` is given (it converts in well
+            under a second, and tests build many).
     """
 
     name = "ctranslate2"
@@ -193,7 +203,7 @@ class CTranslate2Engine:
         self._generator: Any = None
         self._fingerprint: tuple | None = None
         self._eos = sorted({self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids("<|im_end|>")} - {None})
-        self.sync(policy.model, cached=True)
+        self.sync(policy.model, cached=cache_dir is not None or policy.name != "tiny")
 
     # -- weights ----------------------------------------------------------------------------------
     def sync(self, model: Any, *, force: bool = False, cached: bool = False) -> float:
@@ -254,9 +264,8 @@ class CTranslate2Engine:
 
     # -- generation -------------------------------------------------------------------------------
     def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
-        """A :data:`GenerateFn`; with ``seed`` and sampling, call ``k`` seeds CTranslate2 with ``seed + 7919 k``."""
-        import ctranslate2
-
+        """A :data:`GenerateFn`. ``seed`` is ignored: CTranslate2's worker threads seed their random generators once
+        (``ctranslate2.set_random_seed`` does not reach them afterwards), so sampled rollouts are not reproducible."""
         options: dict[str, Any] = {
             "max_length": sampling.max_new_tokens,
             "include_prompt_in_result": False,
@@ -276,13 +285,8 @@ class CTranslate2Engine:
                 f"this engine reports log-probabilities at temperature {self.logprob_temperature}, "
                 f"not {sampling.temperature}: build it with logprob_temperature={sampling.temperature}"
             )
-        calls = 0
 
         def generate(batch: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
-            nonlocal calls
-            if seed is not None and sampling.temperature > 0:
-                ctranslate2.set_random_seed(seed + 7919 * calls)
-            calls += 1
             tokens = [self.tokenizer.convert_ids_to_tokens(ids) for ids in batch]
             steps: list[list[float]] = [[] for _ in batch]
             extra: dict[str, Any] = {}
