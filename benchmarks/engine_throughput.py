@@ -88,9 +88,9 @@ def main() -> None:
 
     threads = torch.get_num_threads()
     record: dict = {
-        "command": "OMP_NUM_THREADS=%s GENENV_DATA_DIR=../shared/data python benchmarks/engine_throughput.py %s"
-        % (os.environ.get("OMP_NUM_THREADS", "unset"), " ".join(f"--{k.replace('_', '-')} {v}" for k, v in
-                                                                  vars(args).items() if k != "skip")),  # fmt: skip
+        "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} GENENV_DATA_DIR=../shared/data "
+        "python benchmarks/engine_throughput.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "skip"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {threads} torch threads = ctranslate2 intra_threads,"
         f" OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, Python {platform.python_version()}",
         "load_start": load_average(),
@@ -111,7 +111,7 @@ def main() -> None:
     }
     pool = prompts(policy, max(args.agreement_prompts, args.prompts_per_size), few_shot)
     record["prompt_tokens_mean"] = statistics.mean(len(p) for p in pool)
-    for name, generate in generators.items():  # warm-up: first calls allocate
+    for generate in generators.values():  # warm-up: first calls allocate
         generate(pool[:2])
 
     if "throughput" not in args.skip:

@@ -39,7 +39,6 @@ their traces into its training pool.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
