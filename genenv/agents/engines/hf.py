@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import GenerateFn, hf_generator
+from genenv.agents.rollout import GenerateFn, TurnCache, hf_generator
 
 __all__ = ["HFEngine", "trl_generator"]
 
@@ -36,15 +36,13 @@ class HFEngine:
 
 
 def trl_generator(trainer: Any, pad_id: int) -> GenerateFn:
-    """One turn of GRPO rollouts with the model TRL trains, unwrapped as TRL does for generation."""
+    """One turn of GRPO rollouts with the model TRL trains, unwrapped as TRL does for generation; the turns of a
+    generation batch reuse the KV cache of the previous turn (:class:`~genenv.agents.rollout.TurnCache`)."""
     from trl.models import unwrap_model_for_generation
 
-    device = trainer.accelerator.device
+    turns = TurnCache(pad_id)
 
     def generate(batch: list[list[int]]):
-        width = max(len(ids) for ids in batch)
-        input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
-        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=device)
         dist = getattr(trainer, "_dist", None)
         summon = dist.summon_full_params(trainer.model_wrapped, recurse=False) if dist else contextlib.nullcontext()
         with (
@@ -58,9 +56,13 @@ def trl_generator(trainer: Any, pad_id: int) -> GenerateFn:
             torch.no_grad(),
             summon,
         ):
+            input_ids, attention, cache = turns.inputs(batch, unwrapped)
             out = unwrapped.generate(
-                input_ids=input_ids, attention_mask=attention, generation_config=trainer.generation_config
+                input_ids=input_ids,
+                attention_mask=attention,
+                past_key_values=cache,
+                generation_config=trainer.generation_config,
             )
-        return out[:, width:].tolist(), None
+        return turns.update(batch, out, attention).tolist(), None
 
     return generate
