@@ -7,8 +7,8 @@ the request), as :func:`genenv.agents.rollout.play_envs` renders them. Measured,
 process (so a busy machine slows every engine alike; ``uptime`` before and after is recorded):
 
 * ``throughput``: greedy tokens/s (tokens kept by a rollout: up to and including the first end-of-turn token)
-  of HF ``generate`` (float32), CTranslate2 float32 and int8, batches of 1, 8 and 32, the same batches in turn
-  for every engine; ratios against HF per batch size;
+  of HF ``generate`` (float32), CTranslate2 float32 and int8, batches of 1, 8 and 32, each batch through every
+  engine in turn; ratios against HF per batch size;
 * ``agreement``: over ``--agreement-prompts`` prompts, the share of CTranslate2 completions (float32, int8)
   identical to HF float32's, token for token;
 * ``sync``: seconds of a weight sync (LoRA merged + conversion + load) into each CTranslate2 engine.
@@ -65,13 +65,19 @@ def kept(rows: list[list[int]], eos: int) -> list[list[int]]:
     return [row[: row.index(eos) + 1] if eos in row else row for row in rows]
 
 
-def run(generate, batches: list[list[list[int]]], eos: int) -> tuple[float, int, list[list[int]]]:
-    start = time.perf_counter()
-    outputs: list[list[int]] = []
+def run(generators: dict, batches: list[list[list[int]]], eos: int) -> dict[str, dict]:
+    """Every batch through every engine in turn (engines interleaved batch by batch, so load changes hit all
+    alike): per engine its seconds, kept tokens and outputs."""
+    results = {name: {"seconds": 0.0, "outputs": []} for name in generators}
     for batch in batches:
-        new_ids, _ = generate(batch)
-        outputs += kept(new_ids, eos)
-    return time.perf_counter() - start, sum(len(row) for row in outputs), outputs
+        for name, generate in generators.items():
+            start = time.perf_counter()
+            new_ids, _ = generate(batch)
+            results[name]["seconds"] += time.perf_counter() - start
+            results[name]["outputs"] += kept(new_ids, eos)
+    for result in results.values():
+        result["tokens"] = sum(len(row) for row in result["outputs"])
+    return results
 
 
 def main() -> None:
@@ -120,8 +126,8 @@ def main() -> None:
             count = max(size, args.prompts_per_size // size * size) if size > 1 else min(8, args.prompts_per_size)
             batches = [pool[i : i + size] for i in range(0, count, size)]
             row: dict = {"prompts": count, "load_before": load_average()}
-            for name, generate in generators.items():
-                seconds, tokens, _ = run(generate, batches, eos)
+            for name, result in run(generators, batches, eos).items():
+                seconds, tokens = result["seconds"], result["tokens"]
                 row[name] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
             for name in ("ct2_float32", "ct2_int8"):
                 row[f"{name}_vs_hf"] = row[name]["tokens_per_s"] / row["hf_float32"]["tokens_per_s"]
@@ -131,7 +137,7 @@ def main() -> None:
 
     if "agreement" not in args.skip:
         batches = [pool[i : i + args.agreement_batch] for i in range(0, args.agreement_prompts, args.agreement_batch)]
-        outputs = {name: run(generate, batches, eos)[2] for name, generate in generators.items()}
+        outputs = {name: result["outputs"] for name, result in run(generators, batches, eos).items()}
         record["agreement"] = {
             "prompts": args.agreement_prompts,
             "max_new_tokens": args.max_new_tokens,
