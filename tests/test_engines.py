@@ -172,7 +172,7 @@ def test_simulator_constrained_calls_fall_back_to_hf_and_free_calls_use_the_engi
     sampling = SamplingConfig(max_new_tokens=12)
     on_ct2 = Simulator(tiny_policy, batch_size=2, sampling=sampling, engine="ctranslate2")
     on_hf = Simulator(tiny_policy, batch_size=2, sampling=sampling, engine="hf")
-    assert on_ct2.engine.name == "ctranslate2"
+    assert on_ct2.engine_name == "ctranslate2"
     rng = np.random.default_rng(0)
     conversations = [on_hf.messages(SchemaToy(), "small", rng) for _ in range(2)]
     schemas = [SchemaToy().generation_schema("small")] * 2

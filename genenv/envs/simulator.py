@@ -117,6 +117,7 @@ class Simulator:
         self._policy = policy
         self.engine_setting = engine
         self.engine_compute_type = engine_compute_type
+        self._engine_name: str | None = None
         self._engine: Engine | None = None
         self._fallback_logged = False
         self.batch_size = batch_size
@@ -134,11 +135,19 @@ class Simulator:
         return self._policy
 
     @property
+    def engine_name(self) -> str:
+        """The engine the ``engine`` setting resolves to on this machine (resolved once, the reason logged)."""
+        if self._engine_name is None:
+            self._engine_name, _ = resolve_engine(
+                self.engine_setting, device=self.policy.model.device, purpose="generate"
+            )
+        return self._engine_name
+
+    @property
     def engine(self) -> Engine:
         """The simulator's engine, built on first use."""
         if self._engine is None:
-            name, _ = resolve_engine(self.engine_setting, device=self.policy.model.device, purpose="generate")
-            self._engine = build_engine(name, self.policy, compute_type=self.engine_compute_type)
+            self._engine = build_engine(self.engine_name, self.policy, compute_type=self.engine_compute_type)
         return self._engine
 
     def messages(
@@ -173,19 +182,18 @@ class Simulator:
         schemas: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
-        engine = self.engine
         if schemas is not None:
             from genenv.agents.constrained import json_schema_constraint
 
-            if not engine.supports_constraints and not self._fallback_logged:
-                logger.info("simulator: constrained decoding runs on hf (%s has no logits hook)", engine.name)
+            if self.engine_name != "hf" and not self._fallback_logged:
+                logger.info("simulator: constrained decoding runs on hf (%s has no logits hook)", self.engine_name)
                 self._fallback_logged = True
             allowed = json_schema_constraint(self.policy.tokenizer, schemas)
             return generate_chat(
                 self.policy, conversations, None, self.sampling, generator_seed=seed, allowed_tokens=allowed
             )
-        engine.sync(self.policy.model)
-        return engine_chat(engine, self.policy.tokenizer, conversations, self.sampling, seed=seed)
+        self.engine.sync(self.policy.model)
+        return engine_chat(self.engine, self.policy.tokenizer, conversations, self.sampling, seed=seed)
 
     def propose(
         self,

@@ -38,14 +38,9 @@ Purpose = Literal["rollout", "generate"]
 
 
 class Engine(Protocol):
-    """A stand-alone generation engine for one policy.
-
-    ``supports_constraints``: whether :meth:`generator` honours a ``prefix_allowed_tokens_fn`` (the simulator's
-    JSON-schema constraint); an engine without it is bypassed for constrained calls.
-    """
+    """A stand-alone generation engine for one policy."""
 
     name: str
-    supports_constraints: bool
 
     def generator(
         self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False

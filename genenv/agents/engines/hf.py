@@ -21,7 +21,6 @@ class HFEngine:
     """``generate`` on ``policy.model`` (read at every call: a trainer may wrap it); nothing to sync."""
 
     name = "hf"
-    supports_constraints = True
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
