@@ -2,8 +2,9 @@
 
     OMP_NUM_THREADS=2 GENENV_DATA_DIR=../shared/data python benchmarks/engine_throughput.py [--model smollm2]
 
-Prompts are the agent's first-turn prompts of API-Bank level-1 tasks (chat template, tools, worked exchanges,
-the request), as :func:`genenv.agents.rollout.play_envs` renders them. Measured, one after the other in this
+Prompts are the agent's first-turn prompts of ``--prompts`` tasks (``reasoning_gym:train`` by default;
+``apibank:level-1-api``: about 900 tokens each, prefill-heavy), chat template, tools, worked exchanges and request as
+:func:`genenv.agents.rollout.play_envs` renders them. Measured, one after the other in this
 process (so a busy machine slows every engine alike; ``uptime`` before and after is recorded):
 
 * ``throughput``: greedy tokens/s (tokens kept by a rollout: up to and including the first end-of-turn token)
@@ -13,7 +14,8 @@ process (so a busy machine slows every engine alike; ``uptime`` before and after
   identical to HF float32's, token for token;
 * ``sync``: seconds of a weight sync (LoRA merged + conversion + load) into each CTranslate2 engine.
 
-Writes ``benchmarks/results/engine_throughput[_<model>].json`` (``smollm2`` writes the plain name).
+Writes ``benchmarks/results/engine_throughput[_<model>][_<benchmark>].json`` (neither for SmolLM2 on the default
+prompts).
 """
 
 from __future__ import annotations
@@ -38,16 +40,18 @@ from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_PROMPTS = "reasoning_gym:train"
 
 
 def load_average() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def prompts(policy, count: int, few_shot: str) -> list[list[int]]:
-    """First-turn prompt ids of ``count`` API-Bank level-1 tasks, spread over the split."""
-    adapter = get_benchmark("apibank")
-    tasks = adapter.load_tasks("level-1-api")
+def prompts(policy, count: int, few_shot: str, source: str = "apibank:level-1-api") -> list[list[int]]:
+    """First-turn prompt ids of ``count`` tasks of ``source`` (``benchmark:split``), spread over the split."""
+    name, split = source.split(":")
+    adapter = get_benchmark(name)
+    tasks = adapter.load_tasks(split)
     tasks = [tasks[int(i * len(tasks) / count)] for i in range(count)]
     rows = []
     for task in tasks:
@@ -88,6 +92,8 @@ def main() -> None:
     parser.add_argument("--prompts-per-size", type=int, default=32, help="prompts timed at each batch size")
     parser.add_argument("--agreement-prompts", type=int, default=200)
     parser.add_argument("--agreement-batch", type=int, default=8)
+    parser.add_argument("--agreement-max-new-tokens", type=int, default=64)
+    parser.add_argument("--prompts", default=DEFAULT_PROMPTS, help="benchmark:split of the prompts")
     parser.add_argument("--sync-repeats", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "agreement", "sync"])
     args = parser.parse_args()
@@ -115,7 +121,18 @@ def main() -> None:
         "ct2_float32": engines["ct2_float32"].generator(sampling),
         "ct2_int8": engines["ct2_int8"].generator(sampling),
     }
-    pool = prompts(policy, max(args.agreement_prompts, args.prompts_per_size), few_shot)
+    pool = prompts(policy, max(args.agreement_prompts, args.prompts_per_size, max(args.batch_sizes)), few_shot,
+                   args.prompts)  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    suffix = "" if args.model == "smollm2" else f"_{args.model}"
+    if args.prompts != DEFAULT_PROMPTS:
+        suffix += f"_{args.prompts.split(':')[0]}"
+    path = RESULTS / f"engine_throughput{suffix}.json"
+
+    def save() -> None:  # after every section, so a run stopped early keeps what it measured
+        record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        path.write_text(json.dumps(record, indent=1) + "\n")
+
     record["prompt_tokens_mean"] = statistics.mean(len(p) for p in pool)
     for generate in generators.values():  # warm-up: first calls allocate
         generate(pool[:2])
@@ -133,14 +150,21 @@ def main() -> None:
                 row[f"{name}_vs_hf"] = row[name]["tokens_per_s"] / row["hf_float32"]["tokens_per_s"]
             row["load_after"] = load_average()
             record["throughput"][f"batch_{size}"] = row
+            save()
             print(json.dumps({size: row}), flush=True)
 
     if "agreement" not in args.skip:
+        agreement = SamplingConfig(max_new_tokens=args.agreement_max_new_tokens)
+        generators = {
+            "hf_float32": hf_generator(policy.model, policy.tokenizer, agreement),
+            "ct2_float32": engines["ct2_float32"].generator(agreement),
+            "ct2_int8": engines["ct2_int8"].generator(agreement),
+        }
         batches = [pool[i : i + args.agreement_batch] for i in range(0, args.agreement_prompts, args.agreement_batch)]
         outputs = {name: result["outputs"] for name, result in run(generators, batches, eos).items()}
         record["agreement"] = {
             "prompts": args.agreement_prompts,
-            "max_new_tokens": args.max_new_tokens,
+            "max_new_tokens": args.agreement_max_new_tokens,
             **{
                 f"{name}_identical_to_hf_float32": sum(a == b for a, b in zip(outputs[name], outputs["hf_float32"]))
                 / args.agreement_prompts
@@ -148,6 +172,7 @@ def main() -> None:
             },
             "load_after": load_average(),
         }
+        save()
         print(json.dumps(record["agreement"]), flush=True)
 
     if "sync" not in args.skip:
@@ -162,10 +187,7 @@ def main() -> None:
         print(json.dumps(record["sync"]), flush=True)
 
     record["load_end"] = load_average()
-    record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / ("engine_throughput.json" if args.model == "smollm2" else f"engine_throughput_{args.model}.json")
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    save()
     print(f"written to {path}")
 
 
