@@ -35,7 +35,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ from accelerate.utils import broadcast_object_list
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent
-from genenv.agents.engines import COMPUTE_TYPES, ENGINES
+from genenv.agents.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
@@ -215,6 +215,7 @@ class CoEvolutionTrainer:
         )
         self.simulator_policy = self.simulator_trainer = self.simulator = None
         self.validation_tasks: list[Task] = []
+        self._validation_engine: Engine | None = None
         if self.is_main:
             self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
             if config.curriculum == "genenv":
@@ -530,7 +531,7 @@ class CoEvolutionTrainer:
             self.agent_policy,
             SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens),
             few_shot=self.config.agent.few_shot,
-            engine=self.agent_trainer.engine,
+            engine=self._validation_engine_for_agent(),
         )
         summary, episodes = evaluate(
             self.adapter,
@@ -541,6 +542,18 @@ class CoEvolutionTrainer:
             seed=self.config.seed,
         )
         return {**summary["metrics"], "task_scores": [float(e.info.get("score", e.reward)) for e in episodes]}
+
+    def _validation_engine_for_agent(self) -> Engine:
+        """The agent's engine, in float32 when it is CTranslate2: greedy validation text then equals HF's (and
+        ``genenv.evaluate``'s), whatever precision the rollouts use."""
+        if self._validation_engine is None:
+            trainer = self.agent_trainer
+            self._validation_engine = trainer.engine
+            if trainer.engine_name == "ctranslate2" and self.config.agent.engine_compute_type != "float32":
+                self._validation_engine = build_engine(
+                    "ctranslate2", replace(self.agent_policy, model=trainer.model), compute_type="float32"
+                )
+        return self._validation_engine
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:
