@@ -129,7 +129,8 @@ class GRPOAgentConfig:
         engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
         engine_sync_every: optimizer steps between weight syncs into a CTranslate2 engine (1: every step, the
             engine always samples from the current policy); the first rollout of each :meth:`GRPOAgentTrainer.train`
-            call always syncs.
+            call always checks. 4 by measurement on SmolLM2: a sync costs 29 s in int8 (9 s in float32) against
+            a GRPO step of about 60-120 s on 2 shared cores (README "Engines").
         vllm_mode: ``"colocate"`` or ``"server"`` (TRL's ``vllm_mode``).
         bf16: mixed precision; ``None`` means bfloat16 on a CUDA device that supports it, off on CPU (TRL
             defaults to True, which fails on CPU).
@@ -164,7 +165,7 @@ class GRPOAgentConfig:
     shuffle_tasks: bool = True
     engine: str = "auto"
     engine_compute_type: str = "int8"
-    engine_sync_every: int = 1
+    engine_sync_every: int = 4
     vllm_mode: str = "colocate"
     bf16: bool | None = None
     report_to: list[str] = field(default_factory=list)
