@@ -1,12 +1,14 @@
-"""Agent tokens/s of a batch of ToolEnv episodes against bare batched ``model.generate`` on the same calls.
+"""Agent tokens/s of a batch of ToolEnv episodes against the bare engine on the same calls, per engine.
 
-    GENENV_DATA_DIR=../shared/data python benchmarks/rollout_throughput.py [--model smollm2] [--batch 8]
+    GENENV_DATA_DIR=../shared/data python benchmarks/rollout_throughput.py [--model smollm2] [--batch 8] \
+        [--engines hf ctranslate2]
 
-The rollout (:meth:`genenv.agents.agent.Agent.rollout`: batched lock-step turns, parsing, tool execution,
-scoring) is played with greedy decoding while every ``generate`` call's inputs are recorded; then the same
-calls (same token ids, batch composition and settings) are replayed with bare ``model.generate``. The ratio
-of tokens/s is the share of time left to generation: 1.0 means the env, parsing and scoring cost nothing.
-Rounds alternate rollout and replay so a busy machine slows both alike. Writes
+The rollout (:func:`genenv.agents.rollout.play_envs`: batched lock-step turns, parsing, tool execution,
+scoring) is played with greedy decoding through an engine while every ``generate`` call's inputs are recorded;
+then the same calls (same token ids, batch composition and settings) are replayed on the bare engine
+(``model.generate`` for ``hf``, ``Generator.generate_batch`` for ``ctranslate2``). The ratio of tokens/s is the
+share of time left to generation: 1.0 means the env, parsing and scoring cost nothing. Rounds alternate rollout
+and replay so a busy machine slows both alike; engines take turns within each round. Writes
 ``benchmarks/results/rollout_throughput.json``.
 """
 
@@ -17,15 +19,17 @@ import json
 import platform
 import resource
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
 import torch
 
 from genenv.agents.agent import Agent
+from genenv.agents.engines import build_engine
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
-from genenv.agents.rollout import hf_generator, play_envs
+from genenv.agents.rollout import play_envs
 from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
 
@@ -37,10 +41,9 @@ def sampled_tokens(rows: list[list[int]], eos: int) -> int:
     return sum(next((k + 1 for k, tok in enumerate(row) if tok == eos), len(row)) for row in rows)
 
 
-def rollout_round(policy, adapter, tasks, sampling, max_turns):
+def rollout_round(policy, generate, adapter, tasks, max_turns):
     """One batched rollout; returns (seconds, sampled tokens, recorded generate inputs, turns per episode)."""
     calls: list[list[list[int]]] = []
-    generate = hf_generator(policy.model, policy.tokenizer, sampling)
 
     def recording(batch):
         calls.append([list(ids) for ids in batch])
@@ -56,9 +59,8 @@ def rollout_round(policy, adapter, tasks, sampling, max_turns):
     return seconds, batch.token_counts["completion_tokens"], calls, turns
 
 
-def bare_round(policy, calls, sampling):
-    """The recorded calls replayed with bare ``model.generate``; returns (seconds, sampled tokens)."""
-    generate = hf_generator(policy.model, policy.tokenizer, sampling)
+def bare_round(policy, generate, calls):
+    """The recorded calls replayed on the bare engine; returns (seconds, sampled tokens)."""
     eos = policy.tokenizer.eos_token_id
     tokens = 0
     start = time.perf_counter()
@@ -77,9 +79,12 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--engines", nargs="+", default=["hf"], choices=["hf", "ctranslate2"])
+    parser.add_argument("--compute-type", default="int8", choices=["int8", "float32"])
     args = parser.parse_args()
 
     policy = load_policy(args.model)
+    engines = {name: build_engine(name, policy, compute_type=args.compute_type) for name in args.engines}
     adapter = get_benchmark(args.benchmark)
     all_tasks = adapter.load_tasks(args.split)
     stride = max(1, len(all_tasks) // (args.batch * args.rounds))
@@ -87,43 +92,54 @@ def main() -> None:
     Agent(policy, SamplingConfig(max_new_tokens=4)).rollout(
         [ToolEnv(adapter, tasks=all_tasks[:2], max_turns=1) for _ in range(2)], all_tasks[:2]
     )  # warm-up
-    rounds = []
+    rounds: dict[str, list[dict]] = {name: [] for name in engines}
     for r in range(args.rounds):
         tasks = all_tasks[r * args.batch * stride :: stride][: args.batch]
-        seconds, tokens, calls, turns = rollout_round(policy, adapter, tasks, sampling, args.max_turns)
-        bare_seconds, bare_tokens = bare_round(policy, calls, sampling)
-        if bare_tokens != tokens:
-            raise RuntimeError(f"replay sampled {bare_tokens} tokens, the rollout {tokens}: not the same calls")
-        rounds.append(
-            {
-                "tasks": [t.task_id for t in tasks],
-                "generate_calls": len(calls),
-                "turns": turns,
-                "sampled_tokens": tokens,
-                "rollout_seconds": seconds,
-                "bare_generate_seconds": bare_seconds,
-                "rollout_tokens_per_s": tokens / seconds,
-                "bare_tokens_per_s": tokens / bare_seconds,
-                "ratio": bare_seconds / seconds,
-            }
-        )
-        print(json.dumps(rounds[-1]))
+        for name, engine in engines.items():
+            generate = engine.generator(sampling)
+            seconds, tokens, calls, turns = rollout_round(policy, generate, adapter, tasks, args.max_turns)
+            bare_seconds, bare_tokens = bare_round(policy, generate, calls)
+            if bare_tokens != tokens:
+                raise RuntimeError(f"replay sampled {bare_tokens} tokens, the rollout {tokens}: not the same calls")
+            rounds[name].append(
+                {
+                    "load": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+                    "tasks": [t.task_id for t in tasks],
+                    "generate_calls": len(calls),
+                    "turns": turns,
+                    "sampled_tokens": tokens,
+                    "rollout_seconds": seconds,
+                    "bare_generate_seconds": bare_seconds,
+                    "rollout_tokens_per_s": tokens / seconds,
+                    "bare_tokens_per_s": tokens / bare_seconds,
+                    "ratio": bare_seconds / seconds,
+                }
+            )
+            print(name, json.dumps(rounds[name][-1]), flush=True)
     record = {
         "command": "GENENV_DATA_DIR=../shared/data python benchmarks/rollout_throughput.py "
         f"--model {args.model} --benchmark {args.benchmark} --split {args.split} --batch {args.batch} "
-        f"--max-turns {args.max_turns} --max-new-tokens {args.max_new_tokens} --rounds {args.rounds}",
+        f"--max-turns {args.max_turns} --max-new-tokens {args.max_new_tokens} --rounds {args.rounds} "
+        f"--engines {' '.join(args.engines)} --compute-type {args.compute_type}",
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}",
         "device": str(policy.model.device),
-        "ratio_median": statistics.median(r["ratio"] for r in rounds),
-        "rollout_tokens_per_s_median": statistics.median(r["rollout_tokens_per_s"] for r in rounds),
-        "bare_tokens_per_s_median": statistics.median(r["bare_tokens_per_s"] for r in rounds),
+        "engines": {
+            name: {
+                "ratio_median": statistics.median(r["ratio"] for r in runs),
+                "rollout_tokens_per_s_median": statistics.median(r["rollout_tokens_per_s"] for r in runs),
+                "bare_tokens_per_s_median": statistics.median(r["bare_tokens_per_s"] for r in runs),
+                "rounds": runs,
+            }
+            for name, runs in rounds.items()
+        },
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rounds": rounds,
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "rollout_throughput.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"ratio {record['ratio_median']:.3f} (median of {args.rounds}); written to {path}")
+    for name, summary in record["engines"].items():
+        print(f"{name}: ratio {summary['ratio_median']:.3f} (median of {args.rounds})")
+    print(f"written to {path}")
 
 
 if __name__ == "__main__":

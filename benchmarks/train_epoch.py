@@ -1,16 +1,19 @@
 """Wall time and peak RSS of co-evolution epochs with the default config (embedded SmolLM2).
 
-    GENENV_DATA_DIR=../shared/data python benchmarks/train_epoch.py [+bench=apibank] [overrides ...]
+    GENENV_DATA_DIR=../shared/data python benchmarks/train_epoch.py [--name NAME] [+bench=apibank] [overrides ...]
 
 Composes ``configs/config.yaml`` exactly as ``python -m genenv.train`` does, runs it in a fresh run
-folder, and writes ``benchmarks/results/train_epoch_<bench>.json``.
+folder, and writes ``benchmarks/results/train_epoch_<bench>.json`` (``train_epoch_<bench>_<NAME>.json`` with
+``--name``), with ``uptime`` before and after.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +29,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main(overrides: list[str]) -> None:
+    name = ""
+    if overrides[:1] == ["--name"]:
+        name, overrides = f"_{overrides[1]}", overrides[2:]
     overrides = overrides or ["+bench=apibank"]
+    load_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as run_dir, initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, f"run_dir={run_dir}"])
         config = genenv_config(cfg)
@@ -36,7 +43,10 @@ def main(overrides: list[str]) -> None:
         history = trainer.train()
     record = {
         "command": "GENENV_DATA_DIR=../shared/data python benchmarks/train_epoch.py " + " ".join(overrides),
-        "machine": f"{platform.machine()}, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, Python {platform.python_version()}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
+        "load_start": load_start,
+        "load_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "setup_seconds": setup_seconds,
         "epochs": [
             {key: m[key] for key in ("epoch", "seconds", "peak_rss_mb", "fresh_tasks", "proposals", "rejects", "p_hat")}
@@ -46,7 +56,7 @@ def main(overrides: list[str]) -> None:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"train_epoch_{config.benchmark}.json"
+    path = RESULTS / f"train_epoch_{config.benchmark}{name}.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record, indent=1))
     print(f"written to {path}")

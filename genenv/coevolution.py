@@ -37,7 +37,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,6 +48,7 @@ from accelerate.utils import broadcast_object_list
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent
+from genenv.agents.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
@@ -107,6 +108,9 @@ class GenEnvConfig:
         simulator_batch_size: proposals per simulator ``generate`` call.
         simulator_max_new_tokens: generation limit of one proposal.
         simulator_temperature: sampling temperature of the simulator.
+        simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``auto``;
+            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``).
+        simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
         agent: GRPO settings of the agent update.
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
@@ -141,6 +145,8 @@ class GenEnvConfig:
     simulator_batch_size: int = 4
     simulator_max_new_tokens: int = 256
     simulator_temperature: float = 0.8
+    simulator_engine: str = "auto"
+    simulator_engine_compute_type: str = "int8"
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
@@ -164,6 +170,10 @@ class GenEnvConfig:
             raise ValueError(f"coevolution.offline_multiplier must be > 0, got {self.offline_multiplier}")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"coevolution.alpha must lie in [0, 1], got {self.alpha}")
+        if self.simulator_engine not in ENGINES:
+            raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
+        if self.simulator_engine_compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,6 +225,7 @@ class CoEvolutionTrainer:
         )
         self.simulator_policy = self.simulator_trainer = self.simulator = None
         self.validation_tasks: list[Task] = []
+        self._validation_engine: Engine | None = None
         if self.is_main:
             self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
             if config.curriculum == "genenv":
@@ -224,6 +235,8 @@ class CoEvolutionTrainer:
                 batch_size=config.simulator_batch_size,
                 sampling=SamplingConfig(config.simulator_max_new_tokens, config.simulator_temperature, 0.95),
                 alpha=config.alpha,
+                engine=config.simulator_engine,
+                engine_compute_type=config.simulator_engine_compute_type,
             )
             self.traces = TracePool(self.run_dir / "pools")
             self.tasks = TaskPool(self.run_dir / "pools")
@@ -543,6 +556,7 @@ class CoEvolutionTrainer:
             self.agent_policy,
             SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens),
             few_shot=self.config.agent.few_shot,
+            engine=self._validation_engine_for_agent(),
         )
         summary, episodes = evaluate(
             self.adapter.reporting_adapter(),
@@ -553,6 +567,18 @@ class CoEvolutionTrainer:
             seed=self.config.seed,
         )
         return {**summary["metrics"], "task_scores": [float(e.info.get("score", e.reward)) for e in episodes]}
+
+    def _validation_engine_for_agent(self) -> Engine:
+        """The agent's engine, in float32 when it is CTranslate2: greedy validation text then equals HF's (and
+        ``genenv.evaluate``'s), whatever precision the rollouts use."""
+        if self._validation_engine is None:
+            trainer = self.agent_trainer
+            self._validation_engine = trainer.engine
+            if trainer.engine_name == "ctranslate2" and self.config.agent.engine_compute_type != "float32":
+                self._validation_engine = build_engine(
+                    "ctranslate2", replace(self.agent_policy, model=trainer.model), compute_type="float32"
+                )
+        return self._validation_engine
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:

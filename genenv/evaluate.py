@@ -1,6 +1,9 @@
 """Evaluate an agent on a benchmark with its official metric.
 
-    python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny]
+    python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny] [engine=hf]
+
+``engine`` (``auto``, ``hf``, ``ctranslate2``; :func:`genenv.agents.engines.resolve_engine`) generates the
+agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's.
 
 Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored) and
 ``results.md`` (a table) into the Hydra run folder and prints where they are. Scores come from the
@@ -20,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent, Episode
+from genenv.agents.engines import build_engine, resolve_engine
 from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
@@ -98,7 +102,13 @@ def main(cfg: DictConfig) -> None:
     if cfg.limit:
         tasks = tasks[: int(cfg.limit)]
     policy = load_policy(cfg.model.name)
-    agent = Agent(policy, SamplingConfig(max_new_tokens=cfg.max_new_tokens), few_shot=cfg.model.get("few_shot", "generic"))
+    engine, _ = resolve_engine(cfg.engine, device=policy.model.device, purpose="generate")
+    agent = Agent(
+        policy,
+        SamplingConfig(max_new_tokens=cfg.max_new_tokens),
+        few_shot=cfg.model.get("few_shot", "generic"),
+        engine=build_engine(engine, policy, compute_type=cfg.engine_compute_type),
+    )
     summary, episodes = evaluate(
         adapter, agent, tasks, batch_size=cfg.batch_size, max_turns=cfg.max_turns or bench.max_turns, seed=cfg.seed
     )
@@ -108,6 +118,7 @@ def main(cfg: DictConfig) -> None:
         "benchmark": bench.name,
         "split": split,
         "model": cfg.model.name,
+        "engine": engine,
         "n_tasks": len(tasks),
         "scoring": adapter.scoring_mode(),
         **summary,

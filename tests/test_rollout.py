@@ -74,3 +74,23 @@ def test_a_follow_up_user_message_continues_the_rollout(lively_policy):
     assert "And what is that plus 1?" in tokenizer.decode(from_env) and "<tool_response>" not in tokenizer.decode(
         from_env
     )
+
+
+def test_reusing_the_kv_cache_across_turns_changes_no_greedy_token(lively_policy):
+    """Episodes of 1 to 4 turns in one batch: finished rows leave the cache, cut tokens are masked out."""
+    from genenv.agents.rollout import hf_generator, play_envs
+
+    adapter = ToyAdapter()
+    tasks = adapter.load_tasks("train")[:5]
+    runs = {}
+    for reuse in (False, True):
+        envs = [ToolEnv(adapter, tasks=[t], max_turns=m, max_action_chars=1) for t, m in zip(tasks, [1, 3, 2, 4, 3])]
+        for env, task in zip(envs, tasks):
+            env.reset(options={"task": task})
+        tokenizer = lively_policy.tokenizer
+        generate = hf_generator(lively_policy.model, tokenizer, SamplingConfig(max_new_tokens=12), reuse_cache=reuse)
+        batch = play_envs(envs, tokenizer, generate, eos_token_ids=[tokenizer.eos_token_id], max_completion_length=200)
+        runs[reuse] = (batch.completion_ids, generate.turn_cache.reused_tokens)
+    assert len({len(ids) for ids in runs[True][0]}) > 1, "episodes should end at different turns"
+    assert runs[True][0] == runs[False][0]
+    assert runs[False][1] == 0 and runs[True][1] > 1000

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv.agents.engines import Engine
+from genenv.agents.engines.hf import HFEngine
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.rollout import (
     FEW_SHOT_EXCHANGES,
     Episode,
     FewShot,
     few_shot_conversation,
-    hf_generator,
     play_envs,
     shown_exchanges,
 )
@@ -33,6 +34,8 @@ class Agent:
             ``"generic"``/``True``, ``"own"``, ``"none"``/``False``).
         max_completion_length: token budget of an episode's turns and tool responses (``None``: only the
             env's ``max_turns`` limits an episode).
+        engine: who generates (:mod:`genenv.agents.engines`; default Hugging Face ``generate`` on the policy's
+            model); it is synced with the policy's current weights before every rollout.
     """
 
     def __init__(
@@ -41,8 +44,10 @@ class Agent:
         sampling: SamplingConfig | None = None,
         few_shot: FewShot = True,
         max_completion_length: int | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.policy = policy
+        self.engine = engine or HFEngine(policy)
         self.sampling = sampling or SamplingConfig()
         self.few_shot = few_shot
         self.max_completion_length = max_completion_length
@@ -65,10 +70,11 @@ class Agent:
         for index, (env, task) in enumerate(zip(envs, tasks)):
             env.reset(seed=None if seed is None else seed + index, options={"task": task} if task else None)
         tokenizer = self.policy.tokenizer
+        self.engine.sync(self.policy.model)
         batch = play_envs(
             envs,
             tokenizer,
-            hf_generator(self.policy.model, tokenizer, self.sampling, seed=seed),
+            self.engine.generator(self.sampling, seed=seed),
             eos_token_ids=[tokenizer.eos_token_id],
             max_completion_length=self.max_completion_length,
             few_shot=self.few_shot,

@@ -39,7 +39,6 @@ their traces into its training pool.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
@@ -54,6 +53,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from genenv.agents.engines import Engine, build_engine, resolve_engine
+from genenv.agents.engines import hf as hf_engine
+from genenv.agents.engines import vllm as vllm_engine
+from genenv.agents.generation import SamplingConfig
 from genenv.agents.rollout import Episode, GenerateFn, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
@@ -116,8 +119,18 @@ class GRPOAgentConfig:
             checkpoints; :meth:`GRPOAgentTrainer.save` writes where it is told).
         seed: seed of TRL (model init of adapters, sampling RNG) and of the task order.
         shuffle_tasks: shuffle the task list before each :meth:`GRPOAgentTrainer.train` call.
-        use_vllm: generate rollouts with vLLM through TRL's integration (``vllm_mode`` colocate or server).
-            ``None`` (default): on when the ``vllm`` extra is installed and a CUDA device is present.
+        engine: who generates the rollouts (:mod:`genenv.agents.engines`): ``"hf"`` (the trained model's own
+            ``generate``), ``"ctranslate2"`` (CPU; a converted copy synced every ``engine_sync_every`` steps),
+            ``"vllm"`` (TRL's vLLM integration, ``vllm_mode``), or ``"auto"``: the fastest available here
+            (:func:`~genenv.agents.engines.resolve_engine` logs its reason). With ``ctranslate2`` and ``vllm`` the
+            engine's numerics differ from the trained model's: TRL's importance-sampling correction applies (the
+            old log-probabilities recomputed with the trained model, ``vllm_importance_sampling_*`` in
+            ``grpo_kwargs``). The same engine plays validation episodes.
+        engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        engine_sync_every: optimizer steps between weight syncs into a CTranslate2 engine (1: every step, the
+            engine always samples from the current policy); the first rollout of each :meth:`GRPOAgentTrainer.train`
+            call always checks. 4 by measurement on SmolLM2: a sync costs 29 s in int8 (9 s in float32) against
+            a GRPO step of about 60-120 s on 2 shared cores (README "Engines").
         vllm_mode: ``"colocate"`` or ``"server"`` (TRL's ``vllm_mode``).
         bf16: mixed precision; ``None`` means bfloat16 on a CUDA device that supports it, off on CPU (TRL
             defaults to True, which fails on CPU).
@@ -150,7 +163,9 @@ class GRPOAgentConfig:
     output_dir: str = "outputs/grpo_agent"
     seed: int = 0
     shuffle_tasks: bool = True
-    use_vllm: bool | None = None
+    engine: str = "auto"
+    engine_compute_type: str = "int8"
+    engine_sync_every: int = 4
     vllm_mode: str = "colocate"
     bf16: bool | None = None
     report_to: list[str] = field(default_factory=list)
@@ -169,6 +184,14 @@ class GRPOAgentConfig:
             raise ValueError("need 1 <= max_new_tokens <= max_completion_length")
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        from genenv.agents.engines import COMPUTE_TYPES, ENGINES
+
+        if self.engine not in ENGINES:
+            raise ValueError(f"agent.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine_compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"agent.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
+        if self.engine_sync_every < 1:
+            raise ValueError(f"agent.engine_sync_every must be >= 1, got {self.engine_sync_every}")
         if (self.per_device_train_batch_size * self.gradient_accumulation_steps) % self.num_generations:
             raise ValueError(
                 "per_device_train_batch_size * gradient_accumulation_steps "
@@ -208,16 +231,39 @@ def _make_trainer_class():
     from trl import GRPOTrainer
 
     class _GenEnvGRPOTrainer(GRPOTrainer):
-        """TRL's GRPOTrainer plus one hook: the rollout function can read the dataset rows it plays."""
+        """TRL's GRPOTrainer plus two hooks: the rollout function can read the dataset rows it plays, and rollouts
+        of an engine other than TRL's (CTranslate2, whose log-probabilities come back with the episodes) get TRL's
+        own vLLM importance-sampling correction.
+
+        For the latter, ``use_vllm`` reads True from the moment the rollout function hands back such log-probabilities
+        until the batch is scored, and while the loss of a batch carrying an importance-sampling ratio is computed:
+        the only places that test it on the ``rollout_func`` path besides TRL's vLLM weight sync, which has already
+        run (genenv syncs its engine itself). TRL then recomputes the old log-probabilities with the trained model
+        and weights each token's loss by ``exp(old - engine)`` (``vllm_importance_sampling_mode``,
+        ``_clip_min``/``_clip_max``), exactly as for vLLM.
+        """
 
         _genenv_rows: list[dict[str, Any]] | None = None
 
+        def correct_engine_logprobs(self) -> None:
+            """Called by the rollout function: this batch's log-probabilities come from a genenv engine."""
+            self.use_vllm = True
+
         def _generate_and_score_completions(self, inputs):
-            self._genenv_rows = inputs
+            self._genenv_rows, use_vllm = inputs, self.use_vllm
             try:
                 return super()._generate_and_score_completions(inputs)
             finally:
-                self._genenv_rows = None
+                self._genenv_rows, self.use_vllm = None, use_vllm
+
+        def _compute_loss(self, model, inputs):
+            if self.use_vllm or "importance_sampling_ratio" not in inputs:
+                return super()._compute_loss(model, inputs)
+            self.use_vllm = True
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self.use_vllm = False
 
     return _GenEnvGRPOTrainer
 
@@ -278,16 +324,16 @@ class GRPOAgentTrainer:
         self.adapter = adapter
         config = config or GRPOAgentConfig()
         cuda = torch.cuda.is_available()
-        if config.use_vllm is None:
-            from trl.import_utils import is_vllm_available
-
-            config = replace(config, use_vllm=bool(cuda and is_vllm_available()))
+        self.engine_name, self.engine_reason = resolve_engine(
+            config.engine, device=policy.model.device, purpose="rollout"
+        )
+        use_vllm = self.engine_name == "vllm"
         self.config = config
         self.tokenizer = policy.tokenizer
         if self.tokenizer.pad_token is None or self.tokenizer.padding_side != "left":
             raise ValueError("the policy's tokenizer needs a pad token and left padding (load it with load_policy)")
         bf16 = config.bf16 if config.bf16 is not None else bool(cuda and torch.cuda.is_bf16_supported())
-        per_turn = {"max_tokens" if config.use_vllm else "max_new_tokens": config.max_new_tokens}
+        per_turn = {"max_tokens" if use_vllm else "max_new_tokens": config.max_new_tokens}
         kwargs: dict[str, Any] = dict(
             output_dir=config.output_dir,
             per_device_train_batch_size=config.per_device_train_batch_size,
@@ -310,7 +356,7 @@ class GRPOAgentTrainer:
             activation_checkpointing=config.gradient_checkpointing,
             seed=config.seed,
             shuffle_dataset=False,  # train() orders the tasks itself
-            use_vllm=config.use_vllm,
+            use_vllm=use_vllm,
             vllm_mode=config.vllm_mode,
             disable_tqdm=config.disable_tqdm,
             remove_unused_columns=False,
@@ -363,6 +409,15 @@ class GRPOAgentTrainer:
             )
         if self._own_reference:
             self._attach_reference_model(beta)
+        # The stand-alone engine: rollouts with ctranslate2, and validation episodes (hf unless ctranslate2).
+        self.engine: Engine = build_engine(
+            "ctranslate2" if self.engine_name == "ctranslate2" else "hf",
+            replace(policy, model=self.model),
+            compute_type=config.engine_compute_type,
+            logprob_temperature=config.temperature,
+        )
+        self.sync_seconds: list[float] = []  # weight syncs into the engine in the last train() call (0.0: current)
+        self._synced_at: int | None = None  # the optimizer step (over all train() calls) of the last sync
         if config.disable_tqdm:  # without a progress bar transformers prints every log dict; train() returns them
             from transformers import PrinterCallback
 
@@ -404,45 +459,18 @@ class GRPOAgentTrainer:
 
     # -- generation -------------------------------------------------------------------------------
     def _generator(self) -> GenerateFn:
-        """One turn of generation for a batch of token-id lists, with TRL's model and generation settings."""
+        """One turn of generation for a batch of token-id lists, by the configured engine with TRL's settings."""
         trainer = self.trainer
-        if trainer.use_vllm:
-
-            def generate_vllm(batch: list[list[int]]):
-                _, ids, logprobs, _ = trainer.vllm_generation.generate(prompts=batch, images=None, num_generations=1)
-                logprobs = None if logprobs is None else [[lp[0] for lp in row] for row in logprobs]
-                return [list(row) for row in ids], logprobs
-
-            return generate_vllm
-
-        from trl.models import unwrap_model_for_generation
-
-        pad_id = self.tokenizer.pad_token_id
-        device = trainer.accelerator.device
-
-        def generate_hf(batch: list[list[int]]):
-            width = max(len(ids) for ids in batch)
-            input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
-            attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=device)
-            dist = getattr(trainer, "_dist", None)
-            summon = dist.summon_full_params(trainer.model_wrapped, recurse=False) if dist else contextlib.nullcontext()
-            with (
-                unwrap_model_for_generation(
-                    trainer.model_wrapped,
-                    trainer.accelerator,
-                    gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-                    generation_kwargs=trainer.generation_kwargs,
-                    gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-                ) as unwrapped,
-                torch.no_grad(),
-                summon,
-            ):
-                out = unwrapped.generate(
-                    input_ids=input_ids, attention_mask=attention, generation_config=trainer.generation_config
-                )
-            return out[:, width:].tolist(), None
-
-        return generate_hf
+        if self.engine_name == "vllm":
+            return vllm_engine.trl_generator(trainer)
+        if self.engine_name == "hf":
+            return hf_engine.trl_generator(trainer, self.tokenizer.pad_token_id)
+        step = self.optimizer_steps + trainer.state.global_step
+        if self._synced_at is None or step - self._synced_at >= self.config.engine_sync_every:
+            self.sync_seconds.append(self.engine.sync(self.model))
+            self._synced_at = step
+        sampling = SamplingConfig(self.config.max_new_tokens, self.config.temperature, self.config.top_p)
+        return self.engine.generator(sampling, logprobs=True)
 
     def _rollout_func(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """TRL ``rollout_func``: plays the tasks of this generation batch's rows in ToolEnv."""
@@ -461,6 +489,8 @@ class GRPOAgentTrainer:
             few_shot=self.config.few_shot,
             env_kwargs=self.config.env_kwargs,
         )
+        if batch.logprobs is not None and not trainer.use_vllm:
+            trainer.correct_engine_logprobs()
         self.last_rollout = batch
         self.episodes.extend(batch.episodes)
         for key, value in batch.token_counts.items():
@@ -488,7 +518,8 @@ class GRPOAgentTrainer:
         Returns metrics (floats): ``steps``, ``episodes``, ``reward`` / ``reward_std`` (adapter scores of the
         episodes trained on), ``solved`` (fraction with score 1), ``turns`` (mean agent turns), ``loss``,
         ``kl`` (only when ``beta > 0``: TRL computes it only then), ``step_time`` (mean seconds per optimizer
-        step, generation included), ``train_time``, ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
+        step, generation included), ``train_time``, ``engine_syncs`` / ``engine_sync_seconds`` (weight syncs into
+        a CTranslate2 engine and their cost), ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
         / ``env_tokens`` (masked tool responses), and every numeric value TRL logged, averaged over steps,
         under ``trl/<name>``. The episodes themselves are in :attr:`episodes` (with several processes, those of
         every process).
@@ -510,6 +541,8 @@ class GRPOAgentTrainer:
             trainer.optimizer = trainer.optimizer.optimizer
         if getattr(trainer, "use_vllm", False):
             trainer._last_loaded_step = -1  # global_step restarts at 0: force a weight sync on the first step
+        self._synced_at = None  # the first rollout checks the engine's weights (a warm start may have changed them)
+        self.sync_seconds = []
         self.episodes = []
         self._call_tokens = {key: 0 for key in self._call_tokens}
         self._metrics.reset()
@@ -543,6 +576,8 @@ class GRPOAgentTrainer:
             "loss": _mean([log["loss"] for log in step_logs]) if step_logs else float(output.training_loss),
             "step_time": _mean(self._metrics.step_times),
             "train_time": elapsed,
+            "engine_sync_seconds": float(sum(self.sync_seconds)),
+            "engine_syncs": float(sum(seconds > 0 for seconds in self.sync_seconds)),
             **{key: float(value) for key, value in self._call_tokens.items()},
         }
         if self.config.beta != 0.0:

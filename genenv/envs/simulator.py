@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from genenv.agents.generation import SamplingConfig, generate_chat
+from genenv.agents.engines import Engine, build_engine, resolve_engine
+from genenv.agents.generation import SamplingConfig, engine_chat, generate_chat
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,11 @@ class Simulator:
         alpha: the target success rate quoted in the prompt.
         constrained: keep each answer inside ``adapter.generation_schema(family)`` while it is
             generated (JSON-schema-constrained decoding), when the adapter provides schemas.
+        engine: who generates (``hf``, ``ctranslate2``, ``vllm`` or ``auto``:
+            :func:`~genenv.agents.engines.resolve_engine`), synced with the policy's current weights before every
+            call. Constrained calls need a logits hook that only ``hf`` has: with another engine they fall back to
+            ``hf``, and the reason is logged once.
+        engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
     """
 
     def __init__(
@@ -105,8 +111,15 @@ class Simulator:
         num_examples: int = 2,
         alpha: float = 0.5,
         constrained: bool = True,
+        engine: str = "hf",
+        engine_compute_type: str = "int8",
     ) -> None:
         self._policy = policy
+        self.engine_setting = engine
+        self.engine_compute_type = engine_compute_type
+        self._engine_name: str | None = None
+        self._engine: Engine | None = None
+        self._fallback_logged = False
         self.batch_size = batch_size
         self.sampling = sampling or SamplingConfig(max_new_tokens=256, temperature=0.8, top_p=0.95)
         self.num_examples = num_examples
@@ -120,6 +133,22 @@ class Simulator:
 
             self._policy = load_policy(self._policy)
         return self._policy
+
+    @property
+    def engine_name(self) -> str:
+        """The engine the ``engine`` setting resolves to on this machine (resolved once, the reason logged)."""
+        if self._engine_name is None:
+            self._engine_name, _ = resolve_engine(
+                self.engine_setting, device=self.policy.model.device, purpose="generate"
+            )
+        return self._engine_name
+
+    @property
+    def engine(self) -> Engine:
+        """The simulator's engine, built on first use."""
+        if self._engine is None:
+            self._engine = build_engine(self.engine_name, self.policy, compute_type=self.engine_compute_type)
+        return self._engine
 
     def messages(
         self,
@@ -153,14 +182,18 @@ class Simulator:
         schemas: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
-        allowed = None
         if schemas is not None:
             from genenv.agents.constrained import json_schema_constraint
 
+            if self.engine_name != "hf" and not self._fallback_logged:
+                logger.info("simulator: constrained decoding runs on hf (%s has no logits hook)", self.engine_name)
+                self._fallback_logged = True
             allowed = json_schema_constraint(self.policy.tokenizer, schemas)
-        return generate_chat(
-            self.policy, conversations, None, self.sampling, generator_seed=seed, allowed_tokens=allowed
-        )
+            return generate_chat(
+                self.policy, conversations, None, self.sampling, generator_seed=seed, allowed_tokens=allowed
+            )
+        self.engine.sync(self.policy.model)
+        return engine_chat(self.engine, self.policy.tokenizer, conversations, self.sampling, seed=seed)
 
     def propose(
         self,

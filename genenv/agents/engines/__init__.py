@@ -1,0 +1,126 @@
+"""Rollout engines: who turns token ids into new token ids, behind :data:`~genenv.agents.rollout.GenerateFn`.
+
+One module per engine:
+
+* :mod:`~genenv.agents.engines.hf`: Hugging Face ``generate`` on the policy's own model (always available;
+  the trained weights are the generating weights, nothing to sync);
+* :mod:`~genenv.agents.engines.ctranslate2`: CTranslate2 on CPU (int8 or float32), a converted copy of the
+  policy's weights, re-synced from the policy when they change;
+* :mod:`~genenv.agents.engines.vllm`: vLLM through TRL's integration, for GRPO rollouts on a GPU.
+
+:func:`resolve_engine` turns a setting (``hf``, ``ctranslate2``, ``vllm`` or ``auto``) into the engine used on
+this machine for a purpose (``"rollout"``: GRPO episodes; ``"generate"``: evaluation and the simulator) and
+logs why; :func:`build_engine` makes the stand-alone engines (``hf``, ``ctranslate2``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import torch
+
+if TYPE_CHECKING:
+    from genenv.agents.generation import SamplingConfig
+    from genenv.agents.rollout import GenerateFn
+
+__all__ = ["ENGINES", "COMPUTE_TYPES", "Engine", "build_engine", "resolve_engine"]
+
+logger = logging.getLogger(__name__)
+
+#: Values of the ``engine`` settings.
+ENGINES = ("auto", "hf", "ctranslate2", "vllm")
+#: CTranslate2 compute types genenv offers (``engine_compute_type``).
+COMPUTE_TYPES = ("int8", "float32")
+
+Purpose = Literal["rollout", "generate"]
+
+
+class Engine(Protocol):
+    """A stand-alone generation engine for one policy."""
+
+    name: str
+
+    def generator(
+        self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False
+    ) -> GenerateFn:
+        """A :data:`GenerateFn` decoding as ``sampling`` says; ``logprobs``: also return the sampled tokens'
+        log-probabilities under the sampling distribution (temperature applied)."""
+
+    def sync(self, model: Any, *, force: bool = False) -> float:
+        """Make the engine generate with ``model``'s current weights (LoRA merged); returns the seconds spent
+        (0.0 when the engine already held them)."""
+
+
+def _ctranslate2_available() -> bool:
+    return importlib.util.find_spec("ctranslate2") is not None
+
+
+def _vllm_available() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def resolve_engine(requested: str, *, device: str | torch.device, purpose: Purpose) -> tuple[str, str]:
+    """The engine to use and why (the reason is logged).
+
+    ``auto`` picks the fastest engine available: vLLM for GRPO rollouts on a CUDA device with vLLM installed,
+    CTranslate2 on CPU when it is installed (measured 1.9-2.0x HF ``generate`` in int8 on an idle 2-core machine,
+    ``benchmarks/results/engine_throughput.json``), else ``hf``. An explicit engine that cannot run here falls
+    back to ``hf`` with the reason: ``ctranslate2`` not installed, ``vllm`` without CUDA or vLLM, and ``vllm`` for
+    evaluation or the simulator (genenv drives vLLM only through TRL's GRPO integration).
+    """
+    if requested not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {requested!r}")
+    cuda = torch.device(device).type == "cuda"
+    if requested == "auto":
+        if cuda and purpose == "rollout" and _vllm_available():
+            choice, reason = "vllm", "auto: CUDA device and vLLM installed (TRL's vLLM integration)"
+        elif not cuda and _ctranslate2_available():
+            choice, reason = "ctranslate2", "auto: CPU device and ctranslate2 installed (faster than HF generate)"
+        elif cuda:
+            choice, reason = "hf", "auto: CUDA device without vLLM" + (
+                "" if purpose == "rollout" else " (vLLM serves GRPO rollouts only)"
+            )
+        else:
+            choice, reason = "hf", "auto: ctranslate2 is not installed (pip install ctranslate2==4.8.5)"
+    elif requested == "ctranslate2" and not _ctranslate2_available():
+        choice, reason = "hf", "ctranslate2 requested but not installed (pip install ctranslate2==4.8.5): using hf"
+    elif requested == "ctranslate2" and cuda:
+        choice, reason = "hf", "ctranslate2 requested on a CUDA device: genenv runs it on CPU only; using hf"
+    elif requested == "vllm" and purpose != "rollout":
+        choice, reason = "hf", "vllm requested: genenv drives vLLM only for GRPO rollouts (TRL); using hf here"
+    elif requested == "vllm" and not (cuda and _vllm_available()):
+        choice, reason = "hf", "vllm requested but " + ("vLLM is not installed" if cuda else "no CUDA device") + (
+            ": using hf"
+        )
+    else:
+        choice, reason = requested, "requested"
+    logger.info("engine for %s: %s (%s)", purpose, choice, reason)
+    return choice, reason
+
+
+def build_engine(
+    name: str,
+    policy: Any,
+    *,
+    compute_type: str = "int8",
+    logprob_temperature: float = 1.0,
+    threads: int | None = None,
+) -> Engine:
+    """A stand-alone engine (``hf`` or ``ctranslate2``: :func:`resolve_engine` first) for ``policy``.
+
+    ``logprob_temperature``: the sampling temperature whose log-probabilities a CTranslate2 engine returns
+    (GRPO's); ``threads``: CTranslate2 threads (default: torch's).
+    """
+    if name == "hf":
+        from genenv.agents.engines.hf import HFEngine
+
+        return HFEngine(policy)
+    if name == "ctranslate2":
+        from genenv.agents.engines.ctranslate2 import CTranslate2Engine
+
+        return CTranslate2Engine(
+            policy, compute_type=compute_type, logprob_temperature=logprob_temperature, threads=threads
+        )
+    raise ValueError(f"no stand-alone engine {name!r} (vllm runs inside TRL's GRPOTrainer)")

@@ -1,0 +1,321 @@
+"""The CTranslate2 engine: CPU generation from a converted copy of the policy's weights (int8 or float32).
+
+Conversion: the policy's current weights (LoRA adapters merged, the model left untouched) are loaded into a
+throw-away copy of the architecture and handed to ``ctranslate2.converters.TransformersConverter`` (whose
+loaders dismantle the model they convert). The first conversion of a set of weights is cached under
+``<genenv cache>/ctranslate2/<key>``, the key a hash of the weights, the tokenizer's vocabulary, the
+quantization, the log-probability temperature and the CTranslate2 version, so a stale conversion is never used;
+syncs after training steps convert into a temporary folder (new weights are never seen twice).
+
+Log-probabilities: CTranslate2 reports the log-probability of a sampled token under the *untempered*
+distribution, while TRL's importance-sampling correction compares against ``log_softmax(logits / T)``. The
+engine therefore divides the output projection of its copy by ``logprob_temperature`` and samples at
+``temperature / logprob_temperature``: the distribution is unchanged and the reported log-probabilities are
+those of the sampling distribution (greedy decoding is unaffected by the scale).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from genenv.agents.generation import SamplingConfig
+from genenv.agents.rollout import GenerateFn
+
+__all__ = ["CTranslate2Engine", "convert_policy", "merged_state_dict"]
+
+logger = logging.getLogger(__name__)
+
+_FORMAT = 1  # bump when the conversion changes, to retire every cached folder
+
+
+def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
+    """``model``'s weights as the plain architecture names them, LoRA adapters merged, as fresh tensors.
+
+    Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is not modified.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    state: dict[str, torch.Tensor] = {}
+    for key, value in base.state_dict().items():
+        parts = key.split(".")
+        if any(part.startswith("lora_") for part in parts):
+            continue
+        state[".".join(p for p in parts if p != "base_layer")] = value.detach().to("cpu", torch.float32, copy=True)
+    with torch.no_grad():
+        for name, module in base.named_modules():
+            if not (hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")):
+                continue
+            if getattr(module, "merged", False) or getattr(module, "disable_adapters", False):
+                continue
+            for adapter in module.active_adapters:
+                if adapter in getattr(module, "lora_A", {}):
+                    state[f"{name}.weight"] += module.get_delta_weight(adapter).to("cpu", torch.float32)
+    return state
+
+
+def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: float) -> Any:
+    """A throw-away model of ``config``'s architecture holding ``state``, its output projection (untied) times
+    ``logit_scale``."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        shadow = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    head = state.get("lm_head.weight")
+    if head is None:  # tied: the output projection is the embedding matrix
+        head = state["model.embed_tokens.weight"]
+    missing, unexpected = shadow.load_state_dict(
+        {k: v for k, v in state.items() if k != "lm_head.weight"}, assign=True, strict=False
+    )
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise RuntimeError(f"conversion for CTranslate2: missing={missing[:5]} unexpected={unexpected[:5]}")
+    shadow.lm_head.weight = torch.nn.Parameter(head * logit_scale, requires_grad=False)
+    return shadow.eval()
+
+
+def _converter(shadow: Any, tokenizer: Any, config_dir: Path) -> Any:
+    from ctranslate2.converters import TransformersConverter
+
+    class _InMemoryConverter(TransformersConverter):
+        """TransformersConverter over a model already in memory (``config_dir`` holds only its config)."""
+
+        def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return shadow
+
+        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return tokenizer
+
+        def _load(self) -> Any:
+            spec = super()._load()
+            if spec.config.bos_token is None:  # CTranslate2 needs a string; generation never uses it here
+                spec.config.bos_token = tokenizer.pad_token or tokenizer.eos_token
+            return spec
+
+    return _InMemoryConverter(str(config_dir))
+
+
+def convert_policy(
+    state: dict[str, torch.Tensor],
+    config: Any,
+    tokenizer: Any,
+    output_dir: Path,
+    *,
+    quantization: str,
+    logit_scale: float = 1.0,
+) -> Path:
+    """Write the CTranslate2 model of ``state`` (a :func:`merged_state_dict`) to ``output_dir`` (must not exist)."""
+    with tempfile.TemporaryDirectory(prefix="genenv-ct2-config-") as config_dir:
+        config = config.__class__.from_dict(config.to_dict())
+        config.tie_word_embeddings = False
+        config.save_pretrained(config_dir)
+        shadow = _shadow_model(config, state, logit_scale)
+        _converter(shadow, tokenizer, Path(config_dir)).convert(str(output_dir), quantization=quantization)
+    return output_dir
+
+
+def _conversion_key(
+    state: dict[str, torch.Tensor], config: Any, tokenizer: Any, quantization: str, logit_scale: float
+) -> str:
+    import ctranslate2
+
+    digest = hashlib.blake2b(digest_size=20)
+    header = {
+        "format": _FORMAT,
+        "ctranslate2": ctranslate2.__version__,
+        "quantization": quantization,
+        "logit_scale": logit_scale,
+        "config": config.to_dict(),
+        "special": [tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token],
+    }
+    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
+    digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
+    for key in sorted(state):
+        tensor = state[key].contiguous()
+        digest.update(f"{key}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.view(torch.uint8).reshape(-1).numpy())
+    return digest.hexdigest()
+
+
+def _length_groups(batch: list[list[int]], span: int) -> list[list[int]]:
+    """Row indices grouped by prompt length, each group's lengths within ``span`` tokens.
+
+    CTranslate2 prefills a batch only up to its shortest prompt and feeds the rest of every longer prompt one
+    token per decoding step: a group whose lengths differ by less than the new tokens it generates (``span``)
+    costs at most that many extra steps, fewer than a call of its own would.
+    """
+    groups: list[list[int]] = []
+    for i in sorted(range(len(batch)), key=lambda i: len(batch[i])):
+        if groups and len(batch[i]) - len(batch[groups[-1][0]]) <= span:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+@torch.no_grad()
+def _fingerprint(model: Any) -> tuple[int, ...]:
+    """A checksum of every weight (the integer sum of its bits): it changes when any weight changes (one element
+    always; a whole update unless its bit changes cancel out exactly), at a fraction of a conversion's cost.
+    (Tensor version counters are no substitute: TRL's optimizer steps leave them unchanged.)"""
+    sums = []
+    for tensor in model.state_dict().values():
+        flat = tensor.detach().contiguous().reshape(-1)
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[flat.element_size()]
+        sums.append(int(flat.view(bits).sum(dtype=torch.int64)))
+    return tuple(sums)
+
+
+class CTranslate2Engine:
+    """Generation with ``ctranslate2.Generator`` on CPU from a converted copy of a policy.
+
+    Args:
+        policy: the :class:`~genenv.agents.models.Policy`; its current weights are converted at once.
+        compute_type: ``"int8"`` (weights quantized at conversion) or ``"float32"``.
+        logprob_temperature: the temperature whose log-probabilities :meth:`generator` reports (see the module
+            docstring); sampling at any other temperature stays correct.
+        threads: CTranslate2's OpenMP threads (default: ``torch.get_num_threads()``).
+        cache_dir: root of genenv's cache (default: that of :func:`~genenv.agents.models.load_policy`). The first
+            conversion is cached, except the tiny test model's when no ``cache_dir`` is given (it converts in well
+            under a second, and tests build many).
+    """
+
+    name = "ctranslate2"
+
+    def __init__(
+        self,
+        policy: Any,
+        *,
+        compute_type: str = "int8",
+        logprob_temperature: float = 1.0,
+        threads: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        from genenv.agents.engines import COMPUTE_TYPES
+
+        if compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"compute_type must be one of {', '.join(COMPUTE_TYPES)}, got {compute_type!r}")
+        if logprob_temperature <= 0:
+            raise ValueError(f"logprob_temperature must be positive, got {logprob_temperature}")
+        from genenv.agents.models import _default_cache_root
+
+        self.tokenizer = policy.tokenizer
+        self.compute_type = compute_type
+        self.logprob_temperature = float(logprob_temperature)
+        self.threads = threads or torch.get_num_threads()
+        self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_root()
+        self._generator: Any = None
+        self._fingerprint: tuple | None = None
+        eos = policy.model.generation_config.eos_token_id  # where HF generate stops: an id or a list of ids
+        self._eos = sorted({self.tokenizer.eos_token_id, *(eos if isinstance(eos, list) else [eos])} - {None})
+        self.sync(policy.model, cached=cache_dir is not None or policy.name != "tiny")
+
+    # -- weights ----------------------------------------------------------------------------------
+    def sync(self, model: Any, *, force: bool = False, cached: bool = False) -> float:
+        """Convert ``model``'s current weights and load them, unless the engine holds them already.
+
+        ``cached``: look the conversion up in (and add it to) the cache; syncs during training skip the cache.
+        Returns the seconds spent (0.0 when nothing changed).
+        """
+        fingerprint = _fingerprint(model)
+        if not force and fingerprint == self._fingerprint:
+            return 0.0
+        start = time.perf_counter()
+        state = merged_state_dict(model)
+        config = (model.get_base_model() if hasattr(model, "get_base_model") else model).config
+        quantization = self.compute_type
+        scale = 1.0 / self.logprob_temperature
+        if cached:
+            folder = self._cached(state, config, quantization, scale)
+            generator = self._load(folder)
+        else:
+            with tempfile.TemporaryDirectory(prefix="genenv-ct2-") as tmp:
+                folder = convert_policy(
+                    state, config, self.tokenizer, Path(tmp) / "model", quantization=quantization, logit_scale=scale
+                )
+                generator = self._load(folder)
+        del state
+        self._generator, self._fingerprint = generator, fingerprint
+        seconds = time.perf_counter() - start
+        logger.info("ctranslate2 %s engine loaded the policy's weights in %.1f s", self.compute_type, seconds)
+        return seconds
+
+    def _load(self, folder: Path) -> Any:
+        import ctranslate2
+
+        return ctranslate2.Generator(str(folder), device="cpu", compute_type=self.compute_type,
+                                     intra_threads=self.threads)  # fmt: skip
+
+    def _cached(self, state: dict[str, torch.Tensor], config: Any, quantization: str, scale: float) -> Path:
+        key = _conversion_key(state, config, self.tokenizer, quantization, scale)
+        final = self.cache_root / "ctranslate2" / key
+        if (final / "model.bin").is_file():
+            return final
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / f".{key}.tmp-{uuid.uuid4().hex}"
+        try:
+            convert_policy(state, config, self.tokenizer, tmp, quantization=quantization, logit_scale=scale)
+            try:
+                os.replace(tmp, final)
+            except OSError:  # another process put the same conversion in place first
+                if not (final / "model.bin").is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        logger.info("ctranslate2 conversion cached at %s", final)
+        return final
+
+    # -- generation -------------------------------------------------------------------------------
+    def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
+        """A :data:`GenerateFn`. ``seed`` is ignored: CTranslate2's worker threads seed their random generators once
+        (``ctranslate2.set_random_seed`` does not reach them afterwards), so sampled rollouts are not reproducible."""
+        options: dict[str, Any] = {
+            "max_length": sampling.max_new_tokens,
+            "include_prompt_in_result": False,
+            "end_token": self._eos,
+            "return_end_token": True,
+        }
+        if sampling.temperature > 0:
+            options.update(
+                sampling_topk=0,  # the whole vocabulary
+                sampling_topp=sampling.top_p,
+                sampling_temperature=sampling.temperature / self.logprob_temperature,
+            )
+        else:
+            options.update(sampling_topk=1)
+        if logprobs and sampling.temperature > 0 and sampling.temperature != self.logprob_temperature:
+            raise ValueError(
+                f"this engine reports log-probabilities at temperature {self.logprob_temperature}, "
+                f"not {sampling.temperature}: build it with logprob_temperature={sampling.temperature}"
+            )
+
+        def generate(batch: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
+            ids: list[list[int]] = [[] for _ in batch]
+            steps: list[list[float]] = [[] for _ in batch]
+            for group in _length_groups(batch, sampling.max_new_tokens):
+                extra: dict[str, Any] = {}
+                if logprobs:
+                    extra = {
+                        "return_scores": True,
+                        "callback": lambda step, group=group: steps[group[step.batch_id]].append(step.log_prob),
+                    }
+                tokens = [self.tokenizer.convert_ids_to_tokens(batch[i]) for i in group]
+                for i, result in zip(group, self._generator.generate_batch(tokens, **options, **extra)):
+                    ids[i] = list(result.sequences_ids[0])
+            if not logprobs:
+                return ids, None
+            for row, (new, lps) in enumerate(zip(ids, steps)):
+                if len(lps) != len(new):
+                    raise RuntimeError(f"ctranslate2 returned {len(new)} tokens but {len(lps)} log-probs (row {row})")
+            return ids, steps
+
+        return generate

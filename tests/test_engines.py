@@ -1,0 +1,261 @@
+"""Rollout engines: the seam, the CTranslate2 engine on the tiny model (converted for real), weight sync, the
+conversion cache, the simulator's fallback, and GRPO's importance-sampling correction of engine log-probs."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from toy_benchmark import ToyAdapter
+
+from genenv.agents import engines
+from genenv.agents.agent import Agent
+from genenv.agents.engines import resolve_engine
+from genenv.agents.engines.hf import HFEngine
+from genenv.agents.generation import SamplingConfig
+from genenv.agents.models import build_tiny_policy
+from genenv.agents.rollout import hf_generator
+from genenv.envs.simulator import Simulator
+from genenv.envs.tool_env import ToolEnv
+
+pytest.importorskip("ctranslate2")
+from genenv.agents.engines.ctranslate2 import CTranslate2Engine  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def lively(seed: int = 1):
+    """The tiny random model with its weights scaled up, so greedy text varies with the prompt."""
+    policy = build_tiny_policy(seed=seed)
+    with torch.no_grad():
+        for name, weight in policy.model.named_parameters():
+            if "norm" not in name:
+                weight.mul_(5.0)
+    return policy
+
+
+def engine(policy, tmp_path, **kwargs) -> CTranslate2Engine:
+    return CTranslate2Engine(policy, cache_dir=tmp_path, threads=1, **{"compute_type": "float32", **kwargs})
+
+
+def ids(policy, texts):
+    return [policy.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+
+
+def cut(rows, policy):
+    """Each row up to its first end-of-turn token (HF pads finished rows of a batch; CTranslate2 stops them)."""
+    eos = policy.tokenizer.eos_token_id
+    return [row[: row.index(eos) + 1] if eos in row else row for row in rows]
+
+
+PROMPTS = ["hello world", "a much longer prompt, with more bytes in it", "tool"]
+
+
+# -- choosing an engine ------------------------------------------------------------------------
+
+
+def test_auto_picks_ctranslate2_on_cpu_and_hf_without_it(monkeypatch, caplog):
+    with caplog.at_level(logging.INFO, logger="genenv.agents.engines"):
+        assert resolve_engine("auto", device="cpu", purpose="rollout")[0] == "ctranslate2"
+    assert "ctranslate2 installed" in caplog.text
+    monkeypatch.setattr(engines, "_ctranslate2_available", lambda: False)
+    for requested in ("auto", "ctranslate2"):
+        name, reason = resolve_engine(requested, device="cpu", purpose="generate")
+        assert name == "hf" and "not installed" in reason
+    assert resolve_engine("vllm", device="cpu", purpose="rollout")[0] == "hf"
+    assert resolve_engine("vllm", device="cpu", purpose="generate")[0] == "hf"
+    with pytest.raises(ValueError, match="engine must be one of"):
+        resolve_engine("llama.cpp", device="cpu", purpose="generate")
+
+
+# -- the CTranslate2 engine --------------------------------------------------------------------
+
+
+def test_greedy_rollouts_match_hf_float32(tmp_path):
+    policy = lively()
+    adapter = ToyAdapter()
+    tasks = adapter.load_tasks("train")[:4]
+    sampling = SamplingConfig(max_new_tokens=12)
+
+    def actions(engine_):
+        envs = [ToolEnv(adapter, tasks=tasks, max_turns=3, max_action_chars=1) for _ in tasks]
+        episodes = Agent(policy, sampling, engine=engine_).rollout(envs, tasks, seed=0)
+        return [[turn.action for turn in e.trajectory.turns] for e in episodes]
+
+    reference = actions(HFEngine(policy))
+    assert len({tuple(a) for a in reference}) > 1
+    assert actions(engine(policy, tmp_path)) == reference
+    int8 = engine(policy, tmp_path, compute_type="int8").generator(sampling)(ids(policy, PROMPTS))[0]
+    assert all(len(row) > 0 for row in int8)
+
+
+def test_sampled_log_probs_are_those_of_the_sampling_distribution(tmp_path):
+    policy = lively()
+    ct2 = engine(policy, tmp_path, logprob_temperature=0.7)
+    prompts = ids(policy, PROMPTS)
+    new_ids, logprobs = ct2.generator(SamplingConfig(max_new_tokens=10, temperature=0.7), logprobs=True)(prompts)
+    for prompt, row, lps in zip(prompts, new_ids, logprobs):
+        assert len(row) == len(lps) > 0
+        with torch.no_grad():
+            logits = policy.model(torch.tensor([prompt + row])).logits[0, len(prompt) - 1 : -1]
+        expected = torch.log_softmax(logits / 0.7, -1).gather(1, torch.tensor(row)[:, None])[:, 0]
+        assert torch.allclose(torch.tensor(lps), expected, atol=1e-4)
+    with pytest.raises(ValueError, match="logprob_temperature"):
+        ct2.generator(SamplingConfig(temperature=1.0), logprobs=True)
+
+
+def test_sync_follows_the_policy_lora_merged(tmp_path):
+    from peft import LoraConfig, get_peft_model
+
+    policy = lively()
+    ct2 = engine(policy, tmp_path)
+    sampling = SamplingConfig(max_new_tokens=10)
+    prompts = ids(policy, PROMPTS)
+    before = ct2.generator(sampling)(prompts)[0]
+    assert ct2.sync(policy.model) == 0.0  # unchanged weights: nothing to do
+    model = get_peft_model(policy.model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "lora_B" in name:
+                weight.normal_(0, 2.0, generator=torch.Generator().manual_seed(0))
+    stale = ct2.generator(sampling)(prompts)[0]
+    assert ct2.sync(model) > 0.0
+    synced = ct2.generator(sampling)(prompts)[0]
+    expected = cut(hf_generator(model, policy.tokenizer, sampling)(prompts)[0], policy)
+    assert stale == before and synced == expected != before
+    assert sum(p.numel() for n, p in model.named_parameters() if "lora_" in n) > 0  # the adapters are intact
+
+
+def test_conversion_cache_is_keyed_by_the_weights(tmp_path):
+    policy = lively()
+    engine(policy, tmp_path)
+    cached = sorted((tmp_path / "ctranslate2").iterdir())
+    engine(policy, tmp_path)
+    assert sorted((tmp_path / "ctranslate2").iterdir()) == cached and len(cached) == 1
+    with torch.no_grad():
+        policy.model.model.layers[0].mlp.up_proj.weight.add_(0.5)
+    ct2 = engine(policy, tmp_path)
+    assert len(list((tmp_path / "ctranslate2").iterdir())) == 2
+    sampling = SamplingConfig(max_new_tokens=10)
+    prompts = ids(policy, PROMPTS)
+    expected = hf_generator(policy.model, policy.tokenizer, sampling)(prompts)[0]
+    assert ct2.generator(sampling)(prompts)[0] == cut(expected, policy)
+
+
+# -- the simulator -----------------------------------------------------------------------------
+
+
+class SchemaToy(ToyAdapter):
+    def generation_schema(self, family):
+        return {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+def test_simulator_constrained_calls_fall_back_to_hf_and_free_calls_use_the_engine(tiny_policy, caplog, monkeypatch):
+    import genenv.envs.simulator as simulator_module
+
+    constrained_calls = []
+    original = simulator_module.generate_chat
+
+    def recording(*args, **kwargs):
+        constrained_calls.append(kwargs.get("allowed_tokens") is not None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(simulator_module, "generate_chat", recording)
+    sampling = SamplingConfig(max_new_tokens=12)
+    on_ct2 = Simulator(tiny_policy, batch_size=2, sampling=sampling, engine="ctranslate2")
+    on_hf = Simulator(tiny_policy, batch_size=2, sampling=sampling, engine="hf")
+    assert on_ct2.engine_name == "ctranslate2"
+    rng = np.random.default_rng(0)
+    conversations = [on_hf.messages(SchemaToy(), "small", rng) for _ in range(2)]
+    schemas = [SchemaToy().generation_schema("small")] * 2
+    with caplog.at_level(logging.INFO, logger="genenv.envs.simulator"):
+        constrained = on_ct2.generate(conversations, seed=0, schemas=schemas)
+    assert "constrained decoding runs on hf" in caplog.text
+    assert constrained == on_hf.generate(conversations, seed=0, schemas=schemas)
+    assert constrained_calls == [True, True]  # both ran HF generate under the schema constraint
+    assert on_ct2.generate(conversations, seed=0) == on_hf.generate(conversations, seed=0)
+    assert constrained_calls == [True, True]  # free calls go through the engines (HF's via hf_generator)
+
+
+# -- GRPO with engine log-probabilities ---------------------------------------------------------
+
+
+def grpo_trainer(tmp_path, engine_name="ctranslate2", **overrides):
+    from test_grpo import GradedToyAdapter, tiny_config
+
+    from genenv.agents.grpo import GRPOAgentTrainer
+
+    settings = dict(engine=engine_name, engine_compute_type="float32", temperature=0.7, **overrides)
+    return GRPOAgentTrainer(build_tiny_policy(0), GradedToyAdapter(), tiny_config(tmp_path, **settings))
+
+
+def spy_loss_inputs(trainer):
+    seen = []
+    compute = trainer.trainer._compute_loss
+
+    def spy(model, inputs):
+        seen.append({k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)})
+        return compute(model, inputs)
+
+    trainer.trainer._compute_loss = spy
+    return seen
+
+
+def test_grpo_corrects_engine_log_probs_with_trls_importance_sampling(tmp_path):
+    trainer = grpo_trainer(tmp_path, engine_sync_every=1)
+    assert trainer.engine.name == "ctranslate2"
+    seen = spy_loss_inputs(trainer)
+    metrics = trainer.train(trainer.adapter.load_tasks("train")[:2], steps=2)
+    assert len(seen) == 2 and metrics["engine_syncs"] == 1  # step 1 synced what step 0 trained
+    for inputs in seen:
+        mask = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
+        # old log-probs recomputed by the trained model; the engine's (float32, same weights) agree with them
+        assert torch.allclose(inputs["old_per_token_logps"][mask], inputs["sampling_per_token_logps"][mask], atol=1e-3)
+        assert torch.allclose(inputs["importance_sampling_ratio"], torch.ones(()), atol=1e-2)
+    assert metrics["trl/sampling/sampling_logp_difference/mean"] < 1e-3
+
+
+def test_grpo_never_uses_engine_log_probs_uncorrected(tmp_path):
+    """An engine whose log-probs are off by 0.5 nat per token: TRL's old log-probs must still be the trained
+    model's, and the loss must carry the ratio exp(old - engine) (masked beyond clip_max=3: sequence_mask)."""
+    trainer = grpo_trainer(tmp_path)
+    make = trainer._generator
+
+    def skewed():
+        generate = make()
+
+        def run(batch):
+            new_ids, logprobs = generate(batch)
+            return new_ids, [[lp - 0.5 for lp in row] for row in logprobs]
+
+        return run
+
+    trainer._generator = skewed
+    seen = spy_loss_inputs(trainer)
+    trainer.train(trainer.adapter.load_tasks("train")[:1], steps=1)
+    (inputs,) = seen
+    mask = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
+    gap = inputs["old_per_token_logps"] - inputs["sampling_per_token_logps"]
+    assert torch.allclose(gap[mask], torch.full_like(gap[mask], 0.5), atol=1e-3)
+    tokens = mask.sum(-1, keepdim=True).float()
+    ratio = torch.exp(0.5 * tokens)
+    expected = torch.where(ratio > 3.0, torch.zeros_like(ratio), ratio)
+    assert torch.allclose(inputs["importance_sampling_ratio"], expected, rtol=1e-2)
+
+
+def test_grpo_on_hf_has_no_correction_and_sync_every_n_steps(tmp_path):
+    hf = grpo_trainer(tmp_path / "hf", engine_name="hf")
+    seen = spy_loss_inputs(hf)
+    hf.train(hf.adapter.load_tasks("train")[:1], steps=1)
+    assert "importance_sampling_ratio" not in seen[0] and "sampling_per_token_logps" not in seen[0]
+    lazy = grpo_trainer(tmp_path / "ct2", engine_sync_every=2)
+    metrics = lazy.train(lazy.adapter.load_tasks("train")[:3], steps=3)
+    assert metrics["engine_syncs"] == 1  # step 0 (weights unchanged since building: no conversion), step 2
