@@ -91,7 +91,7 @@ def main() -> None:
 
 def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dict, seconds: float) -> dict:
     return {
-        "command": "GENENV_DATA_DIR=/work/shared/data python benchmarks/bfcl_eval_smollm2.py "
+        "command": f"GENENV_DATA_DIR=/work/shared/data python benchmarks/bfcl_eval_smollm2.py --model {args.model} "
         f"--per-category {args.per_category} --multi-turn {args.multi_turn} "
         f"--multi-turn-max-turns {args.multi_turn_max_turns} --max-new-tokens {args.max_new_tokens}"
         + (f" --categories {args.categories}" if args.categories != ALL_CATEGORIES else ""),
