@@ -92,9 +92,8 @@ def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, 
     curves: dict[str, list[dict[str, Any]]] = {}
     for curriculum in sorted({r.curriculum for r in runs}):
         staged = [dict(r.stages()) for r in runs if r.curriculum == curriculum]
-        common = [stage for stage, _ in max((r.stages() for r in runs if r.curriculum == curriculum), key=len)]
         points = []
-        for stage in common:
+        for stage in _stage_order(staged):
             if not all(stage in s for s in staged):
                 break
             means = np.array([np.mean(s[stage]) for s in staged])
@@ -113,11 +112,10 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
     by_seed = {(r.curriculum, r.seed): dict(r.stages()) for r in runs if r.curriculum in (reference, other)}
     shared = sorted({s for c, s in by_seed if c == reference} & {s for c, s in by_seed if c == other})
     reached = {s: set(by_seed[(reference, s)]) & set(by_seed[(other, s)]) for s in shared}
-    order = [stage for r in runs if r.curriculum == reference for stage, _ in r.stages()]
-    final = [stage for stage in order if any(stage in stages for stages in reached.values())]
+    final = [stage for stage in _stage_order(list(reached.values())) if any(stage in s for s in reached.values())]
     if not final:
         return None
-    stage = max(final, key=order.index)
+    stage = final[-1]
     seeds = [s for s in shared if stage in reached[s]]
     diffs = []
     for s in seeds:
@@ -137,6 +135,15 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
         "reference": reference, "other": other, "stage": stage, "seeds": seeds, "difference": float(seed_means.mean()),
         "interval": [low, high], "interval_seeds": [seeds_low, seeds_high], "per_seed": [float(d) for d in seed_means],
     }  # fmt: skip
+
+
+def _stage_order(staged: list[Any]) -> list[str]:
+    """The stages of the run that reached the most, in order (every run's stages are a prefix of the same list)."""
+    return sorted(set().union(*staged), key=_stage_rank) if staged else []
+
+
+def _stage_rank(stage: str) -> tuple[int, int]:
+    return (0, ["start", "warm start"].index(stage)) if not stage.startswith("epoch ") else (1, int(stage.split()[1]))
 
 
 def band_share(run: Run, alpha: float, band_k: float) -> float | None:
