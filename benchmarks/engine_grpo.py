@@ -1,11 +1,15 @@
-"""GRPO with rollouts from CTranslate2 (int8, importance-sampling corrected) against rollouts from HF ``generate``.
+"""GRPO with rollouts from CTranslate2 (importance-sampling corrected) against rollouts from HF ``generate``.
 
-    OMP_NUM_THREADS=2 python benchmarks/engine_grpo.py [--steps 12] [--engines hf ctranslate2]
+    OMP_NUM_THREADS=2 python benchmarks/engine_grpo.py [--steps 24] [--engines hf ctranslate2:int8:4]
 
-The same fixed task set (reasoning-gym training items the embedded SmolLM2 partly solves), the same seed, the
-same settings as the default config's agent (LoRA, G=4, 8 episodes per optimizer step), one optimizer step per
-``train()`` call so every step's reward is recorded; engines run one after the other in this process. Writes
-``benchmarks/results/engine_grpo.json`` and ``engine_grpo.png`` (reward per step, both engines overlaid).
+An engine is ``NAME[:COMPUTE_TYPE[:SYNC_EVERY]]`` (CTranslate2's precision and optimizer steps between weight
+syncs; default ``int8`` and 4, the training config's). The same fixed task set (reasoning-gym training items the
+embedded SmolLM2 partly solves), the same seed, the same settings as the default config's agent (LoRA, G=4, 8
+episodes per optimizer step), one optimizer step per ``train()`` call so every step's reward is recorded; engines
+run one after the other in this process, each from the same starting weights. The held-out tasks (the validation
+split, greedy, HF) are scored before training and after each engine's run; the rise is paired by task, with a 95%
+bootstrap interval over tasks. Writes ``benchmarks/results/engine_grpo.json`` and ``engine_grpo.png`` (reward per
+step and its running mean, engines overlaid).
 """
 
 from __future__ import annotations
@@ -15,13 +19,18 @@ import json
 import os
 import resource
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from genenv.agents.agent import Agent
+from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
+from genenv.evaluate import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
@@ -31,12 +40,30 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def curve(engine: str, tasks, steps: int, args) -> dict:
+def held_out(model, policy, adapter, tasks) -> list[float]:
+    """Greedy score of ``model`` on each of ``tasks`` (HF generate, the benchmark's turn limit)."""
+    agent = Agent(replace(policy, model=model), SamplingConfig(max_new_tokens=64), few_shot="generic")
+    _, episodes = evaluate(adapter, agent, tasks, batch_size=8, max_turns=2, progress=False)
+    return [float(e.info.get("score", e.reward)) for e in episodes]
+
+
+def paired(before: list[float], after: list[float], seed: int = 0) -> dict:
+    """Mean of after - before per task, with a 95% bootstrap interval over tasks."""
+    diff = np.asarray(after) - np.asarray(before)
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(2000, len(diff)))].mean(axis=1)
+    return {"rise": float(diff.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
+
+
+def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
+    name, compute_type, sync_every = (spec.split(":") + ["int8", "4"])[:3]
     torch.manual_seed(0)
     adapter = get_benchmark("reasoning_gym", families=FAMILIES)
+    policy = load_policy(args.model)
     config = GRPOAgentConfig(
-        engine=engine,
-        engine_sync_every=1,
+        engine=name,
+        engine_compute_type=compute_type,
+        engine_sync_every=int(sync_every),
         num_generations=4,
         per_device_train_batch_size=4,
         gradient_accumulation_steps=2,
@@ -47,12 +74,12 @@ def curve(engine: str, tasks, steps: int, args) -> dict:
         use_lora=True,
         shuffle_tasks=False,
         seed=0,
-        output_dir=f"/tmp/genenv-engine-grpo-{engine}",
+        output_dir=f"/tmp/genenv-engine-grpo-{spec.replace(':', '-')}",
     )
-    trainer = GRPOAgentTrainer(load_policy(args.model), adapter, config)
+    trainer = GRPOAgentTrainer(policy, adapter, config)
     rows = []
     per_step = trainer.tasks_per_step
-    for step in range(steps):
+    for step in range(args.steps):
         batch = [tasks[(step * per_step + k) % len(tasks)] for k in range(per_step)]
         metrics = trainer.train(batch, steps=1)
         rows.append(
@@ -67,29 +94,45 @@ def curve(engine: str, tasks, steps: int, args) -> dict:
                 "load": uptime(),
             }
         )
-        print(engine, json.dumps(rows[-1]), flush=True)
-    return {"engine": trainer.engine_name, "reason": trainer.engine_reason, "steps": rows}
+        print(spec, json.dumps(rows[-1]), flush=True)
+    after = held_out(trainer.model, policy, adapter, validation)
+    return {
+        "engine": spec,
+        "resolved": trainer.engine_name,
+        "reason": trainer.engine_reason,
+        "steps": rows,
+        "held_out_after": sum(after) / len(after),
+        "held_out_rise": paired(before, after),
+        "held_out_scores_after": after,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--tasks", type=int, default=8, help="the fixed task set, cycled")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--engines", nargs="+", default=["hf", "ctranslate2"])
+    parser.add_argument("--engines", nargs="+", default=["hf", "ctranslate2:int8:4"])
+    parser.add_argument("--validation", type=int, default=72, help="held-out tasks (validation split)")
     args = parser.parse_args()
     adapter = get_benchmark("reasoning_gym", families=FAMILIES)
     train = adapter.load_tasks("train")
     tasks = [train[int(i * len(train) / args.tasks)] for i in range(args.tasks)]
+    validation = adapter.load_tasks("validation")[: args.validation]
+    policy = load_policy(args.model)
+    before = held_out(policy.model, policy, adapter, validation)
+    del policy
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/engine_grpo.py "
         f"--model {args.model} --steps {args.steps} --tasks {args.tasks} --learning-rate {args.learning_rate} "
-        f"--engines {' '.join(args.engines)}",
+        f"--engines {' '.join(args.engines)} --validation {args.validation}",
         "torch_threads": torch.get_num_threads(),
         "tasks": [t.task_id for t in tasks],
         "load_start": uptime(),
-        "runs": [curve(engine, tasks, args.steps, args) for engine in args.engines],
+        "held_out_tasks": len(validation),
+        "held_out_before": sum(before) / len(before),
+        "runs": [curve(spec, tasks, validation, before, args) for spec in args.engines],
         "load_end": uptime(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -108,15 +151,22 @@ def main() -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for run in record["runs"]:
-        ax.plot([s["step"] for s in run["steps"]], [s["reward"] for s in run["steps"]], marker="o", label=run["engine"])
+        steps = [s["step"] for s in run["steps"]]
+        rewards = np.asarray([s["reward"] for s in run["steps"]])
+        line = ax.plot(steps, rewards, marker="o", alpha=0.35, linewidth=0.8)[0]
+        window = min(6, len(rewards))
+        running = np.convolve(rewards, np.ones(window) / window, mode="valid")
+        rise = run["held_out_rise"]
+        label = f"{run['engine']} (held-out {rise['rise']:+.3f} [{rise['ci95'][0]:+.3f}, {rise['ci95'][1]:+.3f}])"
+        ax.plot(steps[window - 1 :], running, color=line.get_color(), linewidth=2, label=label)
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("mean episode reward (8 episodes)")
+    ax.set_ylabel("episode reward (8 per step; 6-step mean)")
     ax.set_title(f"GRPO, {args.model}, reasoning-gym, same tasks and seed")
     ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / "engine_grpo.png", dpi=120)
-    print(json.dumps({r["engine"]: (r["reward_first_half"], r["reward_second_half"], r["step_time_mean"])
-                      for r in record["runs"]}))  # fmt: skip
+    print(json.dumps({r["engine"]: (r["reward_first_half"], r["reward_second_half"], r["step_time_mean"],
+                                    r["held_out_rise"]) for r in record["runs"]}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ process (so a busy machine slows every engine alike; ``uptime`` before and after
   identical to HF float32's, token for token;
 * ``sync``: seconds of a weight sync (LoRA merged + conversion + load) into each CTranslate2 engine.
 
-Writes ``benchmarks/results/engine_throughput[_<model>][_<benchmark>].json`` (neither for SmolLM2 on the default
-prompts).
+Writes ``benchmarks/results/engine_throughput[_<model>][_<benchmark>][_<label>].json`` (neither model nor benchmark
+for SmolLM2 on the default prompts).
 """
 
 from __future__ import annotations
@@ -96,13 +96,16 @@ def main() -> None:
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS, help="benchmark:split of the prompts")
     parser.add_argument("--sync-repeats", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "agreement", "sync"])
+    parser.add_argument("--label", default="", help="appended to the results file name (e.g. idle)")
     args = parser.parse_args()
 
     threads = torch.get_num_threads()
     record: dict = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} GENENV_DATA_DIR=../shared/data "
         "python benchmarks/engine_throughput.py "
-        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "skip"),
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("skip", "label"))
+        + (f" --label {args.label}" if args.label else "")
+        + (f" --skip {' '.join(args.skip)}" if args.skip else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {threads} torch threads = ctranslate2 intra_threads,"
         f" OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, Python {platform.python_version()}",
         "load_start": load_average(),
@@ -127,6 +130,8 @@ def main() -> None:
     suffix = "" if args.model == "smollm2" else f"_{args.model}"
     if args.prompts != DEFAULT_PROMPTS:
         suffix += f"_{args.prompts.split(':')[0]}"
+    if args.label:
+        suffix += f"_{args.label}"
     path = RESULTS / f"engine_throughput{suffix}.json"
 
     def save() -> None:  # after every section, so a run stopped early keeps what it measured

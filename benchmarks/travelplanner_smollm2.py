@@ -1,12 +1,12 @@
-"""TravelPlanner train (45 queries, sole-planning) with the embedded SmolLM2: the six official metrics.
+"""TravelPlanner train (45 queries, sole-planning) with an offline model (the embedded SmolLM2 by default).
 
-    GENENV_DATA_DIR=../shared/data python benchmarks/travelplanner_smollm2.py [--reference-rows 5]
+    GENENV_DATA_DIR=../shared/data python benchmarks/travelplanner_smollm2.py [--model qwen05] [--reference-rows 5]
     python benchmarks/travelplanner_smollm2.py --results runs/evaluate/<run>/results.json --wall-time 1h02m
 
 Runs ``python -m genenv.evaluate +bench=travelplanner`` (reference information cut to the first
 ``--reference-rows`` rows per section, greedy decoding) and writes the metrics,
 per-family scores, the failure reasons and a few example answers to
-``benchmarks/results/travelplanner_smollm2.json``; ``--results`` summarises an existing run instead.
+``benchmarks/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results" / "travelplanner_smollm2.json"
+RESULTS = Path(__file__).resolve().parent / "results"
+MODELS = {"smollm2": "embedded SmolLM2-135M-Instruct", "qwen05": "Qwen2.5-Coder-0.5B-Instruct"}
 
 
 def summarise(results: dict, command: str, wall_time: str) -> dict:
@@ -30,9 +31,9 @@ def summarise(results: dict, command: str, wall_time: str) -> dict:
     failures = Counter(name for e in episodes for name in e["breakdown"].get("failures", {}))
     return {
         "command": command,
-        "what": "embedded SmolLM2-135M-Instruct, sole-planning (reference information in the prompt, cut to "
-        f"{results['config']['bench']['options']['max_reference_rows']} rows per section), greedy, one answer per "
-        "query, on the 45 TravelPlanner train queries; official metrics of evaluation/eval.py",
+        "what": f"{MODELS.get(results['model'], results['model'])}, sole-planning (reference information in the "
+        f"prompt, cut to {results['config']['bench']['options']['max_reference_rows']} rows per section), greedy, "
+        "one answer per query, on the 45 TravelPlanner train queries; official metrics of evaluation/eval.py",
         "wall_time": wall_time,
         "benchmark": results["benchmark"],
         "split": results["split"],
@@ -50,6 +51,7 @@ def summarise(results: dict, command: str, wall_time: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2", help="model config (smollm2, qwen05)")
     parser.add_argument("--results", type=Path, help="summarise this results.json instead of running")
     parser.add_argument("--wall-time", default="", help="wall time of that run (with --results)")
     parser.add_argument("--reference-rows", type=int, default=5)
@@ -57,6 +59,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()
     overrides = [
+        *([f"model={args.model}"] if args.model != "smollm2" else []),
         f"bench.options.max_reference_rows={args.reference_rows}",
         f"max_new_tokens={args.max_new_tokens}",
         f"batch_size={args.batch_size}",
@@ -75,10 +78,11 @@ def main() -> None:
             results = json.loads((Path(out) / "results.json").read_text())
         wall_time = f"{seconds / 60:.1f} min, peak RSS {peak_gb:.1f} GB"
     summary = summarise(results, "GENENV_DATA_DIR=../shared/data " + command, wall_time)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(summary, indent=1))
+    path = RESULTS / f"travelplanner_{results['model']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["metrics"], indent=1))
-    print(f"written to {RESULTS}")
+    print(f"written to {path}")
 
 
 if __name__ == "__main__":
