@@ -2,7 +2,7 @@
 
     python benchmarks/reasoning_gym_zero_shot.py [--model smollm2] [--families a,b,...] [--levels 0-2] [--items 8]
         [--temperature 0] [--samples 1] [--max-new-tokens 32] [--max-turns 2] [--batch-size 8]
-        [--name reasoning_gym_zero_shot]
+        [--engine hf] [--name reasoning_gym_zero_shot]
 
 Plays the ``test`` items (``--items`` per family and level) with the same agent, prompt (the model config's
 worked exchanges) and scoring as ``python -m genenv.evaluate +bench=reasoning_gym``: greedy by default, or
@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from genenv.agents.agent import Agent
+from genenv.agents.engines import build_engine
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
@@ -62,6 +63,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--high", type=float, default=0.8)
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--name", default="reasoning_gym_zero_shot")
+    parser.add_argument("--engine", default="hf", choices=["hf", "ctranslate2"], help="ctranslate2: float32")
     args = parser.parse_args(argv)
 
     families = [f"{name}@{args.levels}" for name in args.families.split(",") if name]
@@ -70,7 +72,9 @@ def main(argv: list[str]) -> None:
     )
     tasks = [task for task in adapter.load_tasks("test") for _ in range(args.samples)]
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
-    agent = Agent(load_policy(args.model), sampling, few_shot=model_few_shot(args.model))
+    policy = load_policy(args.model)
+    engine = build_engine(args.engine, policy, compute_type="float32", logprob_temperature=args.temperature or 1.0)
+    agent = Agent(policy, sampling, few_shot=model_few_shot(args.model), engine=engine)
     start = time.perf_counter()
     summary, episodes = evaluate(adapter, agent, tasks, batch_size=args.batch_size, max_turns=args.max_turns, seed=0)
     seconds = time.perf_counter() - start
@@ -100,7 +104,7 @@ def main(argv: list[str]) -> None:
     record = {
         "command": "python benchmarks/reasoning_gym_zero_shot.py " + " ".join(argv),
         "what": f"{args.model} zero-shot ({decoding}, the genenv Agent prompt, max {args.max_new_tokens} new tokens, "
-        f"{args.max_turns} turns) on {args.items} test items per family and level",
+        f"{args.max_turns} turns, {args.engine} engine) on {args.items} test items per family and level",
         "reasoning_gym_version": adapter.version,
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "seconds": round(seconds, 1),
