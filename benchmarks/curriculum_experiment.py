@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> None:
     pending = [(c, s) for s, c in itertools.product(args.seeds, args.curricula)
                if not finished(root / run_name(c, s), epochs)]  # fmt: skip
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
-    environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
+    environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}
     running: list[tuple[str, subprocess.Popen, float]] = []
     while pending or running:
         while pending and len(running) < args.jobs:

@@ -2,11 +2,22 @@
 
 :class:`HFEngine` serves evaluation and the simulator; :func:`trl_generator` serves GRPO rollouts inside TRL's
 trainer (the model unwrapped as TRL unwraps it for generation, TRL's generation config).
+
+On CPU, ``generate`` runs hundreds of small OpenMP parallel regions per token, and libgomp's threads spin between
+them by default. When another job shares the cores, the spinning threads of each job take the cores the other's
+threads are waiting for: with two threads per job on 2 cores, ``generate`` ran 7x (batch 1) to 42x (batch 8)
+slower, against 1.0-1.5x with ``OMP_WAIT_POLICY=PASSIVE`` and 1.0x with one thread per job, while CTranslate2 was
+unaffected (``benchmarks/hf_contention.py``). The wait policy is read when torch loads, so genenv cannot change it
+for a running process; :func:`warn_if_contended` says what to do when a job starts on a busy machine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,7 +25,44 @@ import torch
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.rollout import GenerateFn, TurnCache, hf_generator
 
-__all__ = ["HFEngine", "trl_generator"]
+__all__ = ["HFEngine", "trl_generator", "warn_if_contended"]
+
+logger = logging.getLogger(__name__)
+
+
+def _own_cpu_rate() -> float:
+    """Cores this process has kept busy on average since it started (0.0 where /proc is missing)."""
+    try:
+        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except OSError:
+        return 0.0
+    age = uptime - int(stat[19]) / os.sysconf("SC_CLK_TCK")
+    times = os.times()
+    return (times.user + times.system) / max(age, 1.0)
+
+
+@functools.cache
+def warn_if_contended() -> bool:
+    """Log a warning (once per process) when ``generate`` would spin-wait on cores other jobs keep busy: several
+    torch threads, OpenMP threads that spin, and other processes' share of the 1-minute load average (this
+    process's own average use subtracted) leaving fewer idle cores than threads. Returns whether it warned."""
+    threads = torch.get_num_threads()
+    if threads < 2 or os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or not hasattr(os, "getloadavg"):
+        return False
+    others = os.getloadavg()[0] - min(_own_cpu_rate(), threads)
+    cores = os.cpu_count() or 1
+    if cores - others >= threads - 0.5:
+        return False
+    logger.warning(
+        "HF generate with %d spinning OpenMP threads on %d cores while other jobs keep about %.1f of them busy: "
+        "generate then runs many times slower (benchmarks/results/hf_contention.json). Start genenv with "
+        "OMP_NUM_THREADS=1 (one core per job) or OMP_WAIT_POLICY=PASSIVE, or generate with engine ctranslate2.",
+        threads,
+        cores,
+        others,
+    )
+    return True
 
 
 class HFEngine:
@@ -24,6 +72,8 @@ class HFEngine:
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
+        if policy.model.device.type == "cpu":
+            warn_if_contended()
 
     def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
         if logprobs:
@@ -39,6 +89,8 @@ def trl_generator(trainer: Any, pad_id: int) -> GenerateFn:
     generation batch reuse the KV cache of the previous turn (:class:`~genenv.agents.rollout.TurnCache`)."""
     from trl.models import unwrap_model_for_generation
 
+    if trainer.accelerator.device.type == "cpu":
+        warn_if_contended()
     turns = TurnCache(pad_id)
 
     def generate(batch: list[list[int]]):
