@@ -8,8 +8,11 @@ embedded SmolLM2 partly solves), the same seed, the same settings as the default
 episodes per optimizer step), one optimizer step per ``train()`` call so every step's reward is recorded; engines
 run one after the other in this process, each from the same starting weights. The held-out tasks (the validation
 split, greedy, HF) are scored before training and after each engine's run; the rise is paired by task, with a 95%
-bootstrap interval over tasks. Writes ``benchmarks/results/engine_grpo.json`` and ``engine_grpo.png`` (reward per
-step and its running mean, engines overlaid).
+bootstrap interval over tasks. Writes ``benchmarks/results/<name>.json`` and ``<name>.png`` (reward per step and
+its running mean, engines overlaid; ``--name engine_grpo`` by default).
+
+Every step is its own ``train()`` call here, and a call's first rollout always syncs the engine: whatever
+``SYNC_EVERY`` says, each step's rollouts come from the current weights (in ``genenv.train`` an epoch is one call).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def paired(before: list[float], after: list[float], seed: int = 0) -> dict:
 def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
     name, compute_type, sync_every = (spec.split(":") + ["int8", "4"])[:3]
     torch.manual_seed(0)
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
+    adapter = get_benchmark("reasoning_gym", families=args.families)
     policy = load_policy(args.model)
     config = GRPOAgentConfig(
         engine=name,
@@ -115,8 +118,10 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--engines", nargs="+", default=["hf", "ctranslate2:int8:4"])
     parser.add_argument("--validation", type=int, default=72, help="held-out tasks (validation split)")
+    parser.add_argument("--families", nargs="+", default=FAMILIES, help="reasoning-gym families (name@levels)")
+    parser.add_argument("--name", default="engine_grpo", help="results file name (.json, .png)")
     args = parser.parse_args()
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
+    adapter = get_benchmark("reasoning_gym", families=args.families)
     train = adapter.load_tasks("train")
     tasks = [train[int(i * len(train) / args.tasks)] for i in range(args.tasks)]
     validation = adapter.load_tasks("validation")[: args.validation]
@@ -126,7 +131,8 @@ def main() -> None:
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/engine_grpo.py "
         f"--model {args.model} --steps {args.steps} --tasks {args.tasks} --learning-rate {args.learning_rate} "
-        f"--engines {' '.join(args.engines)} --validation {args.validation}",
+        f"--engines {' '.join(args.engines)} --validation {args.validation} --families {' '.join(args.families)} "
+        f"--name {args.name}",
         "torch_threads": torch.get_num_threads(),
         "tasks": [t.task_id for t in tasks],
         "load_start": uptime(),
@@ -143,7 +149,7 @@ def main() -> None:
         run["reward_second_half"] = sum(s["reward"] for s in steps[half:]) / max(len(steps) - half, 1)
         run["step_time_mean"] = sum(s["step_time"] for s in steps) / len(steps)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "engine_grpo.json").write_text(json.dumps(record, indent=1) + "\n")
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,7 +170,7 @@ def main() -> None:
     ax.set_title(f"GRPO, {args.model}, reasoning-gym, same tasks and seed")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "engine_grpo.png", dpi=120)
+    fig.savefig(RESULTS / f"{args.name}.png", dpi=120)
     print(json.dumps({r["engine"]: (r["reward_first_half"], r["reward_second_half"], r["step_time_mean"],
                                     r["held_out_rise"]) for r in record["runs"]}))  # fmt: skip
 
