@@ -59,7 +59,8 @@ def paired(before: list[float], after: list[float], seed: int = 0) -> dict:
 
 
 def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
-    name, compute_type, sync_every = (spec.split(":") + ["int8", "4"])[:3]
+    parts = spec.split(":")
+    name, compute_type, sync_every = parts + ["ctranslate2", "int8", "4"][len(parts) :]
     torch.manual_seed(0)
     adapter = get_benchmark("reasoning_gym", families=args.families)
     policy = load_policy(args.model)
