@@ -42,7 +42,9 @@ def main(overrides: list[str]) -> None:
         setup_seconds = time.perf_counter() - start
         history = trainer.train()
     record = {
-        "command": "GENENV_DATA_DIR=../shared/data python benchmarks/train_epoch.py " + " ".join(overrides),
+        "command": "GENENV_DATA_DIR=../shared/data python benchmarks/train_epoch.py "
+        + (f"--name {name[1:]} " if name else "")
+        + " ".join(overrides),
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": load_start,
