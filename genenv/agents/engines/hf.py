@@ -72,12 +72,12 @@ class HFEngine:
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
-        if policy.model.device.type == "cpu":
-            warn_if_contended()
 
     def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
         if logprobs:
             raise ValueError("the hf engine generates with the trained model itself: it returns no log-probabilities")
+        if self.policy.model.device.type == "cpu":
+            warn_if_contended()
         return hf_generator(self.policy.model, self.policy.tokenizer, sampling, seed=seed)
 
     def sync(self, model: Any, *, force: bool = False) -> float:
