@@ -61,7 +61,7 @@ def paired(before: list[float], after: list[float], seed: int = 0) -> dict:
 def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
     parts = spec.split(":")
     name, compute_type, sync_every = parts + ["ctranslate2", "int8", "4"][len(parts) :]
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     adapter = get_benchmark("reasoning_gym", families=args.families)
     policy = load_policy(args.model)
     config = GRPOAgentConfig(
@@ -77,7 +77,7 @@ def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
         learning_rate=args.learning_rate,
         use_lora=True,
         shuffle_tasks=False,
-        seed=0,
+        seed=args.seed,
         output_dir=f"/tmp/genenv-engine-grpo-{spec.replace(':', '-')}",
     )
     trainer = GRPOAgentTrainer(policy, adapter, config)
@@ -121,6 +121,7 @@ def main() -> None:
     parser.add_argument("--validation", type=int, default=72, help="held-out tasks (validation split)")
     parser.add_argument("--families", nargs="+", default=FAMILIES, help="reasoning-gym families (name@levels)")
     parser.add_argument("--name", default="engine_grpo", help="results file name (.json, .png)")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed, LoRA initialisation, HF sampling")
     args = parser.parse_args()
     adapter = get_benchmark("reasoning_gym", families=args.families)
     train = adapter.load_tasks("train")
@@ -133,7 +134,7 @@ def main() -> None:
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/engine_grpo.py "
         f"--model {args.model} --steps {args.steps} --tasks {args.tasks} --learning-rate {args.learning_rate} "
         f"--engines {' '.join(args.engines)} --validation {args.validation} --families {' '.join(args.families)} "
-        f"--name {args.name}",
+        f"--name {args.name} --seed {args.seed}",
         "torch_threads": torch.get_num_threads(),
         "tasks": [t.task_id for t in tasks],
         "load_start": uptime(),
@@ -168,7 +169,7 @@ def main() -> None:
         ax.plot(steps[window - 1 :], running, color=line.get_color(), linewidth=2, label=label)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("episode reward (8 per step; 6-step mean)")
-    ax.set_title(f"GRPO, {args.model}, reasoning-gym, same tasks and seed")
+    ax.set_title(f"GRPO, {args.model}, reasoning-gym, same tasks, seed {args.seed}")
     ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.name}.png", dpi=120)
