@@ -34,6 +34,7 @@ from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import evaluate
+from genenv.learning_curve import paired_difference
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
@@ -50,12 +51,10 @@ def held_out(model, policy, adapter, tasks) -> list[float]:
     return [float(e.info.get("score", e.reward)) for e in episodes]
 
 
-def paired(before: list[float], after: list[float], seed: int = 0) -> dict:
+def paired(before: list[float], after: list[float]) -> dict:
     """Mean of after - before per task, with a 95% bootstrap interval over tasks."""
-    diff = np.asarray(after) - np.asarray(before)
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(2000, len(diff)))].mean(axis=1)
-    return {"rise": float(diff.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
+    rise, low, high = paired_difference(before, after)
+    return {"rise": rise, "ci95": [low, high]}
 
 
 def curve(spec: str, tasks, validation, before: list[float], args) -> dict:

@@ -26,11 +26,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa: E402
 from genenv.plot import _save, mix_group  # noqa: E402
 
 __all__ = ["Run", "band_share", "difference", "held_out_curves", "load_experiment", "plot_experiment", "report"]
 
-BOOTSTRAP_SAMPLES = 2000
 REFERENCE = "genenv"
 
 
@@ -79,13 +79,6 @@ def _quantiles(samples: np.ndarray) -> tuple[float, float]:
     return float(np.quantile(samples, 0.025)), float(np.quantile(samples, 0.975))
 
 
-def _over_seeds(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
-    """95% bootstrap interval of the mean of per-seed values (a point when there is one seed)."""
-    if len(values) < 2:
-        return float(values.mean()), float(values.mean())
-    return _quantiles(values[rng.integers(len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1))
-
-
 def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     """Per curriculum, per stage reached by all of its seeds: mean held-out score over seeds and its interval."""
     rng = np.random.default_rng(seed)
@@ -97,7 +90,7 @@ def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, 
             if not all(stage in s for s in staged):
                 break
             means = np.array([np.mean(s[stage]) for s in staged])
-            low, high = _over_seeds(means, rng)
+            low, high = bootstrap_interval(means, rng)
             points.append({"stage": stage, "score": float(means.mean()), "low": low, "high": high, "seeds": len(means)})
         curves[curriculum] = points
     return curves
@@ -130,7 +123,7 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
         picked = rng.integers(len(diffs), size=len(diffs))
         two_level[b] = np.mean([diffs[i][rng.integers(len(diffs[i]), size=len(diffs[i]))].mean() for i in picked])
     low, high = _quantiles(two_level)
-    seeds_low, seeds_high = _over_seeds(seed_means, rng)
+    seeds_low, seeds_high = bootstrap_interval(seed_means, rng)
     return {
         "reference": reference, "other": other, "stage": stage, "seeds": seeds, "difference": float(seed_means.mean()),
         "interval": [low, high], "interval_seeds": [seeds_low, seeds_high], "per_seed": [float(d) for d in seed_means],

@@ -7,12 +7,13 @@ tasks, the noise a reader should weigh the rise against.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CurvePoint", "format_curve", "held_out_curve", "paired_rise"]
+__all__ = ["CurvePoint", "bootstrap_interval", "format_curve", "held_out_curve", "paired_difference", "paired_rise"]
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -28,7 +29,8 @@ class CurvePoint:
     task_scores: tuple[float, ...]
 
 
-def _interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+def bootstrap_interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+    """95% bootstrap interval of the mean of ``values`` (a point when there are fewer than two)."""
     if len(values) < 2:
         return float(values.mean()), float(values.mean())
     means = values[rng.integers(len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1)
@@ -51,17 +53,22 @@ def held_out_curve(metrics: list[dict[str, Any]], seed: int = 0) -> list[CurvePo
         if not scores:
             continue
         values = np.asarray(scores, dtype=float)
-        low, high = _interval(values, rng)
+        low, high = bootstrap_interval(values, rng)
         points.append(CurvePoint(stage, float(values.mean()), low, high, tuple(float(v) for v in values)))
     return points
 
 
 def paired_rise(first: CurvePoint, last: CurvePoint, seed: int = 0) -> tuple[float, float, float]:
     """``last - first`` over the same tasks, with its paired bootstrap 95% interval."""
-    if len(first.task_scores) != len(last.task_scores):
+    return paired_difference(first.task_scores, last.task_scores, seed)
+
+
+def paired_difference(before: Sequence[float], after: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``after - before`` task by task, with its paired bootstrap 95% interval."""
+    if len(before) != len(after):
         raise ValueError("the two stages scored different numbers of held-out tasks")
-    diff = np.asarray(last.task_scores) - np.asarray(first.task_scores)
-    low, high = _interval(diff, np.random.default_rng(seed))
+    diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    low, high = bootstrap_interval(diff, np.random.default_rng(seed))
     return float(diff.mean()), low, high
 
 
