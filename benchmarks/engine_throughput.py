@@ -37,6 +37,7 @@ from genenv.agents.generation import SamplingConfig, render_chat
 from genenv.agents.models import load_policy
 from genenv.agents.rollout import few_shot_conversation, hf_generator, shown_exchanges
 from genenv.benchmarks.base import get_benchmark
+from genenv.config import model_few_shot
 from genenv.envs.tool_env import ToolEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -111,7 +112,7 @@ def main() -> None:
         "load_start": load_average(),
     }
     policy = load_policy(args.model)
-    few_shot = "own" if args.model == "qwen05" else "generic"
+    few_shot = model_few_shot(args.model)
     eos = policy.tokenizer.eos_token_id
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens)
     engines = {"hf_float32": None, "ct2_float32": None, "ct2_int8": None}

@@ -76,8 +76,9 @@ def _prompts(policy, count: int) -> list[list[int]]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from engine_throughput import prompts
 
-    few_shot = "own" if policy.name == "qwen05" else "generic"
-    return prompts(policy, count, few_shot, "reasoning_gym:train")
+    from genenv.config import model_few_shot
+
+    return prompts(policy, count, model_few_shot(policy.name), "reasoning_gym:train")
 
 
 def worker(args) -> None:

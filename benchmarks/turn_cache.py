@@ -25,6 +25,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.agents.rollout import hf_generator, play_envs
 from genenv.benchmarks.base import get_benchmark
+from genenv.config import model_few_shot
 from genenv.envs.tool_env import ToolEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -93,7 +94,7 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=["apibank:level-3", "alfworld:valid_unseen"])
     args = parser.parse_args()
     policy = load_policy(args.model)
-    few_shot = "own" if args.model == "qwen05" else "generic"
+    few_shot = model_few_shot(args.model)
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/turn_cache.py "
         f"--model {args.model} --batch {args.batch} --max-new-tokens {args.max_new_tokens} --rounds {args.rounds} "
