@@ -78,6 +78,7 @@ def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
         shuffle_tasks=False,
         seed=args.seed,
         output_dir=f"/tmp/genenv-engine-grpo-{spec.replace(':', '-')}",
+        grpo_kwargs=json.loads(args.grpo_kwargs),
     )
     trainer = GRPOAgentTrainer(policy, adapter, config)
     rows = []
@@ -121,6 +122,7 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=FAMILIES, help="reasoning-gym families (name@levels)")
     parser.add_argument("--name", default="engine_grpo", help="results file name (.json, .png)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed, LoRA initialisation, HF sampling")
+    parser.add_argument("--grpo-kwargs", default="{}", help="JSON: extra trl.GRPOConfig fields for every engine")
     args = parser.parse_args()
     adapter = get_benchmark("reasoning_gym", families=args.families)
     train = adapter.load_tasks("train")
@@ -133,7 +135,7 @@ def main() -> None:
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/engine_grpo.py "
         f"--model {args.model} --steps {args.steps} --tasks {args.tasks} --learning-rate {args.learning_rate} "
         f"--engines {' '.join(args.engines)} --validation {args.validation} --families {' '.join(args.families)} "
-        f"--name {args.name} --seed {args.seed}",
+        f"--name {args.name} --seed {args.seed} --grpo-kwargs '{args.grpo_kwargs}'",
         "torch_threads": torch.get_num_threads(),
         "tasks": [t.task_id for t in tasks],
         "load_start": uptime(),
