@@ -259,3 +259,21 @@ def test_grpo_on_hf_has_no_correction_and_sync_every_n_steps(tmp_path):
     lazy = grpo_trainer(tmp_path / "ct2", engine_sync_every=2)
     metrics = lazy.train(lazy.adapter.load_tasks("train")[:3], steps=3)
     assert metrics["engine_syncs"] == 1  # step 0 (weights unchanged since building: no conversion), step 2
+
+
+def test_engines_sample_the_whole_vocabulary(tmp_path):
+    """Sampling means the full tempered softmax on every engine, as TRL's GRPO rollouts sample (its ``top_k=0``):
+    tokens outside the 50 most likely come up as often as their probability says (HF's own default is top-50)."""
+    policy = build_tiny_policy(seed=3)
+    prompt = ids(policy, ["hello world"])[0]
+    with torch.no_grad():
+        logits = policy.model(torch.tensor([prompt])).logits[0, -1]
+    tail = set(range(logits.numel())) - set(torch.topk(logits, 50).indices.tolist())
+    tail_mass = float(torch.softmax(logits, -1)[list(tail)].sum())
+    assert tail_mass > 0.5  # the tiny random model spreads its mass over a vocabulary far larger than 50
+    sampling = SamplingConfig(max_new_tokens=1, temperature=1.0)
+    for generate in (hf_generator(policy.model, policy.tokenizer, sampling, seed=0),
+                     engine(policy, tmp_path).generator(sampling)):  # fmt: skip
+        first = [row[0] for row in generate([prompt] * 400)[0]]
+        share = sum(token in tail for token in first) / len(first)
+        assert abs(share - tail_mass) < 0.1, (share, tail_mass)

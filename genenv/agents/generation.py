@@ -19,7 +19,8 @@ class SamplingConfig:
     Args:
         max_new_tokens: generation length limit per call.
         temperature: 0 means greedy decoding.
-        top_p: nucleus sampling mass when sampling.
+        top_p: nucleus sampling mass when sampling. There is no top-k cut: every engine samples the whole
+            vocabulary (``top_k=0``, as TRL's GRPO rollouts do), not HF ``generate``'s default top 50.
     """
 
     max_new_tokens: int = 192
@@ -57,7 +58,7 @@ def generate_chat(
     if allowed_tokens is not None:
         kwargs["prefix_allowed_tokens_fn"] = allowed_tokens
     if sampling.temperature > 0:
-        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
+        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         if generator_seed is not None:
             torch.manual_seed(generator_seed)
     else:

@@ -280,7 +280,7 @@ def hf_generator(
         nonlocal calls
         kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": pad_id}
         if sampling.temperature > 0:
-            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
+            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
             if seed is not None:
                 torch.manual_seed(seed + 7919 * calls)
         else:
