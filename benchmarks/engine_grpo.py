@@ -34,7 +34,7 @@ from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import evaluate
-from genenv.learning_curve import paired_difference
+from genenv.learning_curve import bootstrap_interval, paired_difference
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
@@ -111,6 +111,42 @@ def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
     }
 
 
+def summarize(files: list[str], name: str) -> None:
+    """One table over several results files (seeds): every run's held-out rise, then per setting the mean rise over
+    runs with a 95% bootstrap interval over runs. Writes ``<name>.md``."""
+    settings: dict[str, list[tuple[str, dict]]] = {}
+    for file in files:
+        record = json.loads(Path(file).read_text())
+        no_is = '"vllm_importance_sampling_correction": false' in record["command"]
+        for run in record["runs"]:
+            setting = run["engine"].split(":")[0] + (" float32" if "float32" in run["engine"] else "")
+            setting += " (no IS correction)" if no_is else ""
+            settings.setdefault(setting, []).append((Path(file).name, run))
+    lines = [
+        "# GRPO with engine rollouts, over seeds",
+        "",
+        f"`python benchmarks/engine_grpo.py --summarize {' '.join(Path(f).name for f in files)} --name {name}` "
+        "(files in benchmarks/results/). Held-out rise: greedy score after 24 steps minus before, same held-out "
+        "tasks; training reward: mean of the first and of the last 6 steps.",
+        "",
+        "| setting | file | held-out rise [95% CI over tasks] | training reward, first -> last 6 steps |",
+        "|---|---|---|---|",
+    ]
+    rng = np.random.default_rng(0)
+    summary = []
+    for setting, runs in settings.items():
+        for file, run in runs:
+            rise, rewards = run["held_out_rise"], [s["reward"] for s in run["steps"]]
+            lines.append(f"| {setting} | {file} | {rise['rise']:+.3f} [{rise['ci95'][0]:+.3f}, {rise['ci95'][1]:+.3f}]"
+                         f" | {np.mean(rewards[:6]):.3f} -> {np.mean(rewards[-6:]):.3f} |")  # fmt: skip
+        rises = np.asarray([run["held_out_rise"]["rise"] for _, run in runs])
+        low, high = bootstrap_interval(rises, rng)
+        summary.append(f"| {setting} | {len(rises)} | {rises.mean():+.3f} [{low:+.3f}, {high:+.3f}] |")
+    lines += ["", "| setting | runs | mean held-out rise [95% bootstrap CI over runs] |", "|---|---|---|", *summary]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2")
@@ -123,7 +159,10 @@ def main() -> None:
     parser.add_argument("--name", default="engine_grpo", help="results file name (.json, .png)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed, LoRA initialisation, HF sampling")
     parser.add_argument("--grpo-kwargs", default="{}", help="JSON: extra trl.GRPOConfig fields for every engine")
+    parser.add_argument("--summarize", nargs="+", metavar="FILE", help="only tabulate these results files")
     args = parser.parse_args()
+    if args.summarize:
+        return summarize(args.summarize, args.name)
     adapter = get_benchmark("reasoning_gym", families=args.families)
     train = adapter.load_tasks("train")
     tasks = [train[int(i * len(train) / args.tasks)] for i in range(args.tasks)]
