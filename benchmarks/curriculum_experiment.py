@@ -43,9 +43,14 @@ TESTBEDS: dict[str, tuple[list[str], float, float]] = {
             "coevolution.tasks_per_epoch=32",
             "coevolution.simulator_batch_size=16",
             "coevolution.simulator_max_new_tokens=64",
-            "bench.options.validation_per_level=24",  # 3 families x 3 levels x 24 = 216 held-out items
-            "coevolution.validation_limit=216",
+            # The ladder at the sampling temperature (../results/reasoning_gym_ladder_qwen05_t06.md): levels 0-4 span
+            # about 0.7 (level 0) down to 0.05-0.25 (level 4) at temperature 0.6; at 1.0 the top was only 0.45.
+            "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
+            "bench.options.validation_per_level=14",  # 3 families x 5 levels x 14 = 210 held-out items
+            "coevolution.validation_limit=210",
             "agent.num_generations=8",
+            "agent.temperature=0.6",
+            "agent.max_new_tokens=128",
             "agent.max_turns=1",
         ],
         0.5,
