@@ -38,6 +38,34 @@ from genenv.learning_curve import bootstrap_interval, paired_difference
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
+LEVEL0 = ["basic_arithmetic@0", "chain_sum@0", "products@0"]  # the setting where GRPO moved held-out scores
+
+
+def fixed_tasks(adapter, count: int) -> list:
+    """``count`` training items spread evenly over the adapter's ``train`` split: the fixed task set."""
+    train = adapter.load_tasks("train")
+    return [train[int(i * len(train) / count)] for i in range(count)]
+
+
+def agent_config(engine: str, compute_type: str, sync_every: int, learning_rate: float, seed: int, **fields):
+    """The agent settings of these benchmarks: the default config's (LoRA, G=4, 8 episodes per optimizer step), short
+    turns, the task order fixed."""
+    return GRPOAgentConfig(
+        engine=engine,
+        engine_compute_type=compute_type,
+        engine_sync_every=sync_every,
+        num_generations=4,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=2,
+        max_new_tokens=64,
+        max_completion_length=256,
+        max_turns=2,
+        learning_rate=learning_rate,
+        use_lora=True,
+        shuffle_tasks=False,
+        seed=seed,
+        **fields,
+    )
 
 
 def uptime() -> str:
@@ -63,20 +91,12 @@ def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
     torch.manual_seed(args.seed)
     adapter = get_benchmark("reasoning_gym", families=args.families)
     policy = load_policy(args.model)
-    config = GRPOAgentConfig(
-        engine=name,
-        engine_compute_type=compute_type,
-        engine_sync_every=int(sync_every),
-        num_generations=4,
-        per_device_train_batch_size=4,
-        gradient_accumulation_steps=2,
-        max_new_tokens=64,
-        max_completion_length=256,
-        max_turns=2,
-        learning_rate=args.learning_rate,
-        use_lora=True,
-        shuffle_tasks=False,
-        seed=args.seed,
+    config = agent_config(
+        name,
+        compute_type,
+        int(sync_every),
+        args.learning_rate,
+        args.seed,
         output_dir=f"/tmp/genenv-engine-grpo-{spec.replace(':', '-')}",
         grpo_kwargs=json.loads(args.grpo_kwargs),
     )
@@ -164,8 +184,7 @@ def main() -> None:
     if args.summarize:
         return summarize(args.summarize, args.name)
     adapter = get_benchmark("reasoning_gym", families=args.families)
-    train = adapter.load_tasks("train")
-    tasks = [train[int(i * len(train) / args.tasks)] for i in range(args.tasks)]
+    tasks = fixed_tasks(adapter, args.tasks)
     validation = adapter.load_tasks("validation")[: args.validation]
     policy = load_policy(args.model)
     before = held_out(policy.model, policy, adapter, validation)

@@ -27,13 +27,13 @@ import subprocess
 from pathlib import Path
 
 import torch
+from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
 
-from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
+from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FAMILIES = ["basic_arithmetic@0", "chain_sum@0", "products@0"]  # engine_grpo.py's level-0 setting
 
 
 def uptime() -> str:
@@ -52,26 +52,14 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.repeats < 2:
+        raise SystemExit("--repeats must be at least 2: two gradients of one path measure the noise floor")
 
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
-    train = adapter.load_tasks("train")
-    tasks = [train[int(i * len(train) / 4)] for i in range(4)]
+    adapter = get_benchmark("reasoning_gym", families=LEVEL0)
+    tasks = fixed_tasks(adapter, 4)
     torch.manual_seed(args.seed)
-    config = GRPOAgentConfig(
-        engine="ctranslate2",
-        engine_compute_type="float32",
-        engine_sync_every=1,
-        num_generations=4,
-        per_device_train_batch_size=4,
-        gradient_accumulation_steps=2,
-        max_new_tokens=64,
-        max_completion_length=256,
-        max_turns=2,
-        learning_rate=args.learning_rate,
-        use_lora=True,
-        shuffle_tasks=False,
-        seed=args.seed,
-        output_dir="/tmp/genenv-engine-grpo-gradient",
+    config = agent_config(
+        "ctranslate2", "float32", 1, args.learning_rate, args.seed, output_dir="/tmp/genenv-engine-grpo-gradient"
     )
     trainer = GRPOAgentTrainer(load_policy(args.model), adapter, config)
     load_start = uptime()

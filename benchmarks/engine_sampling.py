@@ -26,17 +26,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
 
 from genenv.agents.engines import hf as hf_engine
 from genenv.agents.generation import SamplingConfig
-from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
+from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.agents.rollout import play_episodes
 from genenv.benchmarks.base import get_benchmark
 from genenv.learning_curve import bootstrap_interval
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FAMILIES = ["basic_arithmetic@0", "chain_sum@0", "products@0"]  # engine_grpo.py's level-0 setting
 BATCH = 8  # episodes of each task per generation batch (32 episodes a batch)
 
 
@@ -57,20 +57,10 @@ def main() -> None:
     if args.episodes < BATCH or args.episodes % BATCH:
         raise SystemExit(f"--episodes must be a positive multiple of {BATCH}")
 
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
-    train = adapter.load_tasks("train")
-    tasks = [train[int(i * len(train) / 4)] for i in range(4)]
+    adapter = get_benchmark("reasoning_gym", families=LEVEL0)
+    tasks = fixed_tasks(adapter, 4)
     torch.manual_seed(0)
-    config = GRPOAgentConfig(
-        engine="ctranslate2",
-        engine_compute_type="float32",
-        num_generations=4,
-        max_new_tokens=64,
-        max_completion_length=256,
-        max_turns=2,
-        use_lora=True,
-        output_dir="/tmp/genenv-engine-sampling",
-    )
+    config = agent_config("ctranslate2", "float32", 1, 3e-4, 0, output_dir="/tmp/genenv-engine-sampling")
     trainer = GRPOAgentTrainer(load_policy(args.model), adapter, config)
     generators = {
         "hf": lambda: hf_engine.trl_generator(trainer.trainer, trainer.tokenizer.pad_token_id),
