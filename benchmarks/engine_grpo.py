@@ -161,8 +161,13 @@ def summarize(files: list[str], name: str) -> None:
                          f" | {np.mean(rewards[:6]):.3f} -> {np.mean(rewards[-6:]):.3f} |")  # fmt: skip
         rises = np.asarray([run["held_out_rise"]["rise"] for _, run in runs])
         low, high = bootstrap_interval(rises, rng)
-        summary.append(f"| {setting} | {len(rises)} | {rises.mean():+.3f} [{low:+.3f}, {high:+.3f}] |")
-    lines += ["", "| setting | runs | mean held-out rise [95% bootstrap CI over runs] |", "|---|---|---|", *summary]
+        gains = np.asarray([np.mean([s["reward"] for s in run["steps"][-6:]]) -
+                            np.mean([s["reward"] for s in run["steps"][:6]]) for _, run in runs])  # fmt: skip
+        gain_low, gain_high = bootstrap_interval(gains, rng)
+        summary.append(f"| {setting} | {len(rises)} | {rises.mean():+.3f} [{low:+.3f}, {high:+.3f}] | "
+                       f"{gains.mean():+.3f} [{gain_low:+.3f}, {gain_high:+.3f}] |")  # fmt: skip
+    lines += ["", "| setting | runs | mean held-out rise | mean training-reward gain, last minus first 6 steps |",
+              "|---|---|---|---|", *summary, "", "(95% bootstrap intervals over runs.)"]  # fmt: skip
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
