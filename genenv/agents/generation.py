@@ -27,6 +27,13 @@ class SamplingConfig:
     temperature: float = 0.0
     top_p: float = 1.0
 
+    def generate_kwargs(self) -> dict[str, Any]:
+        """HF ``generate`` keyword arguments for this decoding (greedy, or sampled from the whole vocabulary)."""
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens}
+        if self.temperature > 0:
+            return kwargs | {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": 0}
+        return kwargs | {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+
 
 def render_chat(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> str:
     """The model's prompt text for ``messages`` (with ``tools`` in its system block), ready to continue."""
@@ -54,15 +61,11 @@ def generate_chat(
     tools = tools or [None] * len(conversations)
     prompts = [render_chat(tokenizer, messages, tool) for messages, tool in zip(conversations, tools)]
     batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-    kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
+    kwargs: dict[str, Any] = {**sampling.generate_kwargs(), "pad_token_id": tokenizer.pad_token_id}
     if allowed_tokens is not None:
         kwargs["prefix_allowed_tokens_fn"] = allowed_tokens
-    if sampling.temperature > 0:
-        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
-        if generator_seed is not None:
-            torch.manual_seed(generator_seed)
-    else:
-        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    if sampling.temperature > 0 and generator_seed is not None:
+        torch.manual_seed(generator_seed)
     output = model.generate(**batch, **kwargs)
     new_tokens = output[:, batch["input_ids"].shape[1] :]
     return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]

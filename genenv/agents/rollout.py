@@ -278,13 +278,9 @@ def hf_generator(
     @torch.no_grad()
     def generate(batch: list[list[int]]) -> tuple[list[list[int]], None]:
         nonlocal calls
-        kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "pad_token_id": pad_id}
-        if sampling.temperature > 0:
-            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
-            if seed is not None:
-                torch.manual_seed(seed + 7919 * calls)
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        kwargs: dict[str, Any] = {**sampling.generate_kwargs(), "pad_token_id": pad_id}
+        if sampling.temperature > 0 and seed is not None:
+            torch.manual_seed(seed + 7919 * calls)
         calls += 1
         if not reuse_cache:
             width = max(len(ids) for ids in batch)
