@@ -155,14 +155,16 @@ def summarize(files: list[str], name: str) -> None:
     rng = np.random.default_rng(0)
     summary = []
     for setting, runs in settings.items():
+        rises, gains = [], []
         for file, run in runs:
             rise, rewards = run["held_out_rise"], [s["reward"] for s in run["steps"]]
+            first, last = np.mean(rewards[:6]), np.mean(rewards[-6:])
+            rises.append(rise["rise"])
+            gains.append(last - first)
             lines.append(f"| {setting} | {file} | {rise['rise']:+.3f} [{rise['ci95'][0]:+.3f}, {rise['ci95'][1]:+.3f}]"
-                         f" | {np.mean(rewards[:6]):.3f} -> {np.mean(rewards[-6:]):.3f} |")  # fmt: skip
-        rises = np.asarray([run["held_out_rise"]["rise"] for _, run in runs])
+                         f" | {first:.3f} -> {last:.3f} |")  # fmt: skip
+        rises, gains = np.asarray(rises), np.asarray(gains)
         low, high = bootstrap_interval(rises, rng)
-        gains = np.asarray([np.mean([s["reward"] for s in run["steps"][-6:]]) -
-                            np.mean([s["reward"] for s in run["steps"][:6]]) for _, run in runs])  # fmt: skip
         gain_low, gain_high = bootstrap_interval(gains, rng)
         summary.append(f"| {setting} | {len(rises)} | {rises.mean():+.3f} [{low:+.3f}, {high:+.3f}] | "
                        f"{gains.mean():+.3f} [{gain_low:+.3f}, {gain_high:+.3f}] |")  # fmt: skip

@@ -23,21 +23,16 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import torch
-from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
+from engine_grpo import LEVEL0, agent_config, fixed_tasks, uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -104,7 +99,7 @@ def main() -> None:
         gradients[path].append(captured[0])
         metrics[path].append({k: v for k, v in result.items() if "importance_sampling" in k or "clip_ratio" in k})
 
-    pairs = {}
+    pairs, same, across = {}, [], []
     for (a, i), (b, j) in itertools.combinations(
         [(p, k) for p in ("corrected", "plain") for k in range(args.repeats)], 2
     ):
@@ -112,8 +107,7 @@ def main() -> None:
             "cosine": cosine(gradients[a][i], gradients[b][j]),
             "norm_ratio": float(gradients[a][i].norm() / gradients[b][j].norm()),
         }
-    same = [v["cosine"] for k, v in pairs.items() if k.split("-")[0][:-1] == k.split("-")[1][:-1]]
-    across = [v["cosine"] for k, v in pairs.items() if k.split("-")[0][:-1] != k.split("-")[1][:-1]]
+        (same if a == b else across).append(pairs[f"{a}{i}-{b}{j}"]["cosine"])
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python "
         f"benchmarks/engine_grpo_gradient.py --model {args.model} --warm-steps {args.warm_steps} "

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
+from engine_grpo import LEVEL0, agent_config, fixed_tasks, uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.engines import hf as hf_engine
 from genenv.agents.generation import SamplingConfig
@@ -38,10 +37,6 @@ from genenv.learning_curve import bootstrap_interval
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 8  # episodes of each task per generation batch (32 episodes a batch)
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def interval(values: list[float], rng: np.random.Generator) -> list[float]:
@@ -64,7 +59,9 @@ def main() -> None:
     trainer = GRPOAgentTrainer(load_policy(args.model), adapter, config)
     generators = {
         "hf": lambda: hf_engine.trl_generator(trainer.trainer, trainer.tokenizer.pad_token_id),
-        "ctranslate2": lambda: trainer.engine.generator(SamplingConfig(64, 1.0, 1.0), logprobs=True),
+        "ctranslate2": lambda: trainer.engine.generator(
+            SamplingConfig(config.max_new_tokens, config.temperature, config.top_p), logprobs=True
+        ),
     }
     eos = trainer.trainer.eos_token_ids
     rng = np.random.default_rng(0)
