@@ -242,6 +242,73 @@ def test_env_mask_reaches_trl_as_tool_mask(tmp_path):
     assert (tool_mask == 0).any()
 
 
+class HalfSolvableToyAdapter(GradedToyAdapter):
+    """Every other task scores 0 whatever the agent does (its GRPO group has zero advantages); the rest are graded."""
+
+    @staticmethod
+    def unsolvable(task: Task) -> bool:
+        return int(task.task_id.split("-")[1]) % 2 == 0
+
+    def score(self, task: Task, trajectory: Trajectory) -> Score:
+        if self.unsolvable(task):
+            return Score(0.0)
+        return super().score(task, trajectory)
+
+
+def rowwise_generator(tokenizer):
+    """A GenerateFn answering row k of every batch with its own text (graded scores differ within a group)."""
+
+    def generate(batch):
+        rows = [tokenizer(f"answer {k}", add_special_tokens=False)["input_ids"] for k in range(len(batch))]
+        return [ids + [tokenizer.eos_token_id] for ids in rows], None
+
+    return generate
+
+
+def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
+    """Three steps (uniform group, graded group, uniform group) with and without the skip: the same parameters and
+    optimizer state to the last bit, while the skipped micro-batches never ran the model."""
+    adapter = HalfSolvableToyAdapter()
+    tasks = adapter.load_tasks("train")
+    uniform = [t for t in tasks if adapter.unsolvable(t)]
+    graded = [t for t in tasks if not adapter.unsolvable(t)]
+    order = [uniform[0], graded[0], uniform[1]]
+    results = {}
+    for skip in (True, False):
+        config = tiny_config(tmp_path / str(skip), skip_zero_advantage=skip, shuffle_tasks=False)
+        trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+        trainer._generator = lambda: rowwise_generator(trainer.tokenizer)  # the same episodes in both runs
+        forwards = []
+        handle = trainer.model.register_forward_hook(lambda *_: forwards.append(torch.is_grad_enabled()))
+        metrics = trainer.train(order, steps=3)
+        handle.remove()
+        rewards = [e.reward for e in trainer.episodes]
+        optimizer = trainer.trainer.optimizer.state_dict()["state"]
+        results[skip] = (trainer, metrics, sum(forwards), rewards, optimizer)
+    (skipping, metrics, forwards, rewards, state), (plain, plain_metrics, plain_forwards, plain_rewards, plain_state) = (
+        results[True],
+        results[False],
+    )
+    assert rewards[:2] == [0.0, 0.0] and rewards[4:] == [0.0, 0.0] and rewards == plain_rewards
+    assert len(set(rewards[2:4])) == 2, "the graded group needs reward variance for this test"
+    assert metrics["skipped_batches"] == 2 and plain_metrics["skipped_batches"] == 0
+    assert forwards == plain_forwards - 2  # two training forward passes (with grad) fewer
+    for (name, p), q in zip(skipping.model.named_parameters(), plain.model.parameters()):
+        assert torch.equal(p, q), name
+    assert state.keys() == plain_state.keys()
+    for key in state:
+        for field in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[key][field], plain_state[key][field])
+        assert state[key]["step"] == plain_state[key]["step"] == 3
+
+
+def test_no_skip_when_the_kl_term_has_a_gradient(tmp_path):
+    adapter = HalfSolvableToyAdapter()
+    uniform = [t for t in adapter.load_tasks("train") if adapter.unsolvable(t)]
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp_path, beta=0.04))
+    assert trainer.train(uniform[:1], steps=1)["skipped_batches"] == 0
+
+
 # -- checkpoints -------------------------------------------------------------------------------
 
 

@@ -21,8 +21,10 @@ other paths do not fit:
   loss mask is ours to give (below).
 
 The trainer itself (advantages, clipping, KL, optimizer, accelerate, PEFT, vLLM weight sync) is TRL's
-``GRPOTrainer``, unmodified except for one hook that lets the rollout function see the dataset rows (the
-``task`` column) of the prompts it is asked to play (:class:`_GenEnvGRPOTrainer`).
+``GRPOTrainer``, unmodified except for three hooks (:class:`_GenEnvGRPOTrainer`): the rollout function sees the
+dataset rows (the ``task`` column) of the prompts it is asked to play, CTranslate2 rollouts get TRL's
+importance-sampling correction, and a micro-batch whose advantages are all zero skips its forward and backward pass
+(its gradient is zero; ``GRPOAgentConfig.skip_zero_advantage``).
 
 Token layout and masking
 ------------------------
@@ -141,6 +143,13 @@ class GRPOAgentConfig:
         env_kwargs: extra ``ToolEnv`` keyword arguments (e.g. ``max_observation_chars``).
         grpo_kwargs: any other :class:`trl.GRPOConfig` field (e.g. ``loss_type``, ``epsilon``,
             ``num_iterations``, ``scale_rewards``, ``max_grad_norm``); they override the values set here.
+        skip_zero_advantage: skip the forward and backward pass of a micro-batch whose advantages are all exactly
+            0 (every group in it had equal rewards, as most groups do on tasks far from the agent's level), when
+            nothing else in TRL's loss has a gradient (``beta == 0``, no entropy bonus, no router loss). Its
+            gradient is zero either way, so the update is TRL's to the last bit (the optimizer still takes its
+            step with zero gradients, Adam momentum included); only TRL's per-batch ``entropy``/``clip_ratio``
+            logs lose that micro-batch. With LoRA dropout the random stream shifts, so runs differ by sampling
+            noise. Off: TRL computes every micro-batch.
     """
 
     num_generations: int = 4
@@ -173,6 +182,7 @@ class GRPOAgentConfig:
     disable_tqdm: bool = True
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     grpo_kwargs: dict[str, Any] = field(default_factory=dict)
+    skip_zero_advantage: bool = True
 
     def __post_init__(self) -> None:
         check_types(self, "agent")
@@ -231,9 +241,9 @@ def _make_trainer_class():
     from trl import GRPOTrainer
 
     class _GenEnvGRPOTrainer(GRPOTrainer):
-        """TRL's GRPOTrainer plus two hooks: the rollout function can read the dataset rows it plays, and rollouts
+        """TRL's GRPOTrainer plus three hooks: the rollout function can read the dataset rows it plays, rollouts
         of an engine other than TRL's (CTranslate2, whose log-probabilities come back with the episodes) get TRL's
-        own vLLM importance-sampling correction.
+        own vLLM importance-sampling correction, and a micro-batch with all advantages 0 is not computed.
 
         For the latter, ``use_vllm`` reads True from the moment the rollout function hands back such log-probabilities
         until the batch is scored, and while the loss of a batch carrying an importance-sampling ratio is computed:
@@ -244,6 +254,8 @@ def _make_trainer_class():
         """
 
         _genenv_rows: list[dict[str, Any]] | None = None
+        skip_zero_advantage = False
+        skipped_batches = 0  # micro-batches whose forward and backward pass were skipped (zero advantages)
 
         def correct_engine_logprobs(self) -> None:
             """Called by the rollout function: this batch's log-probabilities come from a genenv engine."""
@@ -256,7 +268,19 @@ def _make_trainer_class():
             finally:
                 self._genenv_rows, self.use_vllm = None, use_vllm
 
+        def _zero_advantage(self, inputs) -> bool:
+            """True when the loss of this micro-batch has a zero gradient on every process: all advantages are 0
+            and no term of TRL's loss (KL, entropy bonus, router loss) works without them."""
+            if self.beta != 0.0 or self.aux_loss_enabled or getattr(self, "_entropy_bonus_enabled", True):
+                return False
+            zero = inputs["advantages"].eq(0).all().to(self.accelerator.device, torch.float32)
+            return bool(self.accelerator.gather(zero.reshape(1)).min() > 0)  # every process skips, or none
+
         def _compute_loss(self, model, inputs):
+            if self.skip_zero_advantage and self._zero_advantage(inputs):
+                self.skipped_batches += 1
+                # The zero gradient TRL's loss would give, without the forward pass: the optimizer steps as in TRL.
+                return sum((p.sum() * 0.0 for p in model.parameters() if p.requires_grad), torch.zeros(()))
             if self.use_vllm or "importance_sampling_ratio" not in inputs:
                 return super()._compute_loss(model, inputs)
             self.use_vllm = True
@@ -407,6 +431,7 @@ class GRPOAgentTrainer:
                 rollout_func=self._rollout_func,
                 callbacks=[self._metrics.callback],
             )
+        self.trainer.skip_zero_advantage = config.skip_zero_advantage
         if self._own_reference:
             self._attach_reference_model(beta)
         # The stand-alone engine: rollouts with ctranslate2, and validation episodes (hf unless ctranslate2).
@@ -519,7 +544,8 @@ class GRPOAgentTrainer:
         episodes trained on), ``solved`` (fraction with score 1), ``turns`` (mean agent turns), ``loss``,
         ``kl`` (only when ``beta > 0``: TRL computes it only then), ``step_time`` (mean seconds per optimizer
         step, generation included), ``train_time``, ``engine_syncs`` / ``engine_sync_seconds`` (weight syncs into
-        a CTranslate2 engine and their cost), ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
+        a CTranslate2 engine and their cost), ``skipped_batches`` (micro-batches with all advantages 0 whose forward
+        and backward pass were skipped, ``skip_zero_advantage``), ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
         / ``env_tokens`` (masked tool responses), and every numeric value TRL logged, averaged over steps,
         under ``trl/<name>``. The episodes themselves are in :attr:`episodes` (with several processes, those of
         every process).
@@ -543,6 +569,7 @@ class GRPOAgentTrainer:
             trainer._last_loaded_step = -1  # global_step restarts at 0: force a weight sync on the first step
         self._synced_at = None  # the first rollout checks the engine's weights (a warm start may have changed them)
         self.sync_seconds = []
+        self.trainer.skipped_batches = 0
         self.episodes = []
         self._call_tokens = {key: 0 for key in self._call_tokens}
         self._metrics.reset()
@@ -578,6 +605,7 @@ class GRPOAgentTrainer:
             "train_time": elapsed,
             "engine_sync_seconds": float(sum(self.sync_seconds)),
             "engine_syncs": float(sum(seconds > 0 for seconds in self.sync_seconds)),
+            "skipped_batches": float(self.trainer.skipped_batches),
             **{key: float(value) for key, value in self._call_tokens.items()},
         }
         if self.config.beta != 0.0:
