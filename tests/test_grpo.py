@@ -265,6 +265,19 @@ def rowwise_generator(tokenizer):
     return generate
 
 
+def train_three_steps(tmp_path, adapter, tasks, skip: bool):
+    """GRPO steps on ``tasks`` with scripted episodes: the trainer, its metrics and its training forward passes."""
+    config = tiny_config(tmp_path / str(skip), skip_zero_advantage=skip, shuffle_tasks=False)
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+    tokenizer = trainer.tokenizer
+    trainer._generator = lambda: rowwise_generator(tokenizer)  # the same episodes in both runs
+    forwards = []
+    handle = trainer.model.register_forward_hook(lambda *_: forwards.append(torch.is_grad_enabled()))
+    metrics = trainer.train(tasks, steps=len(tasks))
+    handle.remove()
+    return trainer, metrics, sum(forwards)
+
+
 def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
     """Three steps (uniform group, graded group, uniform group) with and without the skip: the same parameters and
     optimizer state to the last bit, while the skipped micro-batches never ran the model."""
@@ -273,32 +286,20 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
     uniform = [t for t in tasks if adapter.unsolvable(t)]
     graded = [t for t in tasks if not adapter.unsolvable(t)]
     order = [uniform[0], graded[0], uniform[1]]
-    results = {}
-    for skip in (True, False):
-        config = tiny_config(tmp_path / str(skip), skip_zero_advantage=skip, shuffle_tasks=False)
-        trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
-        trainer._generator = lambda: rowwise_generator(trainer.tokenizer)  # the same episodes in both runs
-        forwards = []
-        handle = trainer.model.register_forward_hook(lambda *_: forwards.append(torch.is_grad_enabled()))
-        metrics = trainer.train(order, steps=3)
-        handle.remove()
-        rewards = [e.reward for e in trainer.episodes]
-        optimizer = trainer.trainer.optimizer.state_dict()["state"]
-        results[skip] = (trainer, metrics, sum(forwards), rewards, optimizer)
-    (skipping, metrics, forwards, rewards, state), (plain, plain_metrics, plain_forwards, plain_rewards, plain_state) = (
-        results[True],
-        results[False],
-    )
-    assert rewards[:2] == [0.0, 0.0] and rewards[4:] == [0.0, 0.0] and rewards == plain_rewards
+    skipping, metrics, forwards = train_three_steps(tmp_path, adapter, order, skip=True)
+    plain, plain_metrics, plain_forwards = train_three_steps(tmp_path, adapter, order, skip=False)
+    rewards = [e.reward for e in skipping.episodes]
+    assert rewards[:2] == [0.0, 0.0] and rewards[4:] == [0.0, 0.0] and rewards == [e.reward for e in plain.episodes]
     assert len(set(rewards[2:4])) == 2, "the graded group needs reward variance for this test"
     assert metrics["skipped_batches"] == 2 and plain_metrics["skipped_batches"] == 0
     assert forwards == plain_forwards - 2  # two training forward passes (with grad) fewer
     for (name, p), q in zip(skipping.model.named_parameters(), plain.model.parameters()):
         assert torch.equal(p, q), name
+    state, plain_state = (t.trainer.optimizer.state_dict()["state"] for t in (skipping, plain))
     assert state.keys() == plain_state.keys()
     for key in state:
-        for field in ("exp_avg", "exp_avg_sq"):
-            assert torch.equal(state[key][field], plain_state[key][field])
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[key][moment], plain_state[key][moment])
         assert state[key]["step"] == plain_state[key]["step"] == 3
 
 

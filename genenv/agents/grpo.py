@@ -545,9 +545,9 @@ class GRPOAgentTrainer:
         ``kl`` (only when ``beta > 0``: TRL computes it only then), ``step_time`` (mean seconds per optimizer
         step, generation included), ``train_time``, ``engine_syncs`` / ``engine_sync_seconds`` (weight syncs into
         a CTranslate2 engine and their cost), ``skipped_batches`` (micro-batches with all advantages 0 whose forward
-        and backward pass were skipped, ``skip_zero_advantage``), ``prompt_tokens`` / ``completion_tokens`` (model-sampled)
-        / ``env_tokens`` (masked tool responses), and every numeric value TRL logged, averaged over steps,
-        under ``trl/<name>``. The episodes themselves are in :attr:`episodes` (with several processes, those of
+        and backward pass were skipped, ``skip_zero_advantage``), ``prompt_tokens`` / ``completion_tokens``
+        (model-sampled) / ``env_tokens`` (masked tool responses), and every numeric value TRL logged, averaged over
+        steps, under ``trl/<name>``. The episodes themselves are in :attr:`episodes` (with several processes, those of
         every process).
         """
         if not tasks:
