@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -301,6 +305,45 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(state[key][moment], plain_state[key][moment])
         assert state[key]["step"] == plain_state[key]["step"] == 3
+
+
+DDP_SKIP_SCRIPT = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_grpo import HalfSolvableToyAdapter, rowwise_generator, tiny_config
+from genenv.agents.grpo import GRPOAgentTrainer
+from genenv.agents.models import build_tiny_policy
+
+adapter = HalfSolvableToyAdapter()
+tasks = adapter.load_tasks("train")
+uniform = [t for t in tasks if adapter.unsolvable(t)]
+graded = [t for t in tasks if not adapter.unsolvable(t)]
+config = tiny_config(Path({out!r}) / os.environ["RANK"], shuffle_tasks=False, engine="hf")
+trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+tokenizer = trainer.tokenizer
+trainer._generator = lambda: rowwise_generator(tokenizer)
+metrics = trainer.train([uniform[0], uniform[1], graded[0], uniform[0], uniform[1], uniform[0]], steps=3)
+total = sum(p.double().sum().item() for p in trainer.model.parameters())
+print("rank", os.environ["RANK"], metrics["skipped_batches"], repr(total), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_skip_together_or_not_at_all(tmp_path):
+    """Under DDP (torchrun, gloo) one task per process per step: steps where both groups are uniform skip on both
+    processes; the step where one process has a graded group computes on both (a process skipping alone would leave
+    the other waiting in its gradient all-reduce); the processes end with the same weights."""
+    script = tmp_path / "ddp_skip.py"
+    script.write_text(DDP_SKIP_SCRIPT.format(tests=str(Path(__file__).parent), out=str(tmp_path)))
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    result = subprocess.run([*launch, str(script)], env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = sorted(line.split()[1:] for line in result.stdout.splitlines() if line.startswith("rank "))
+    assert [rank for rank, _, _ in ranks] == ["0", "1"]
+    assert [skipped for _, skipped, _ in ranks] == ["2.0", "2.0"]
+    assert ranks[0][2] == ranks[1][2]
 
 
 def test_no_skip_when_the_kl_term_has_a_gradient(tmp_path):
