@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -258,6 +259,11 @@ class HalfSolvableToyAdapter(GradedToyAdapter):
             return Score(0.0)
         return super().score(task, trajectory)
 
+    def uniform_and_graded(self) -> tuple[list[Task], list[Task]]:
+        """The training tasks whose groups always score 0, and the others."""
+        tasks = self.load_tasks("train")
+        return [t for t in tasks if self.unsolvable(t)], [t for t in tasks if not self.unsolvable(t)]
+
 
 def rowwise_generator(tokenizer):
     """A GenerateFn answering row k of every batch with its own text (graded scores differ within a group)."""
@@ -286,9 +292,7 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
     """Three steps (uniform group, graded group, uniform group) with and without the skip: the same parameters and
     optimizer state to the last bit, while the skipped micro-batches never ran the model."""
     adapter = HalfSolvableToyAdapter()
-    tasks = adapter.load_tasks("train")
-    uniform = [t for t in tasks if adapter.unsolvable(t)]
-    graded = [t for t in tasks if not adapter.unsolvable(t)]
+    uniform, graded = adapter.uniform_and_graded()
     order = [uniform[0], graded[0], uniform[1]]
     skipping, metrics, forwards = train_three_steps(tmp_path, adapter, order, skip=True)
     plain, plain_metrics, plain_forwards = train_three_steps(tmp_path, adapter, order, skip=False)
@@ -308,7 +312,7 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
 
 
 DDP_SKIP_SCRIPT = """
-import os, sys
+import json, os, sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from test_grpo import HalfSolvableToyAdapter, rowwise_generator, tiny_config
@@ -316,16 +320,15 @@ from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.models import build_tiny_policy
 
 adapter = HalfSolvableToyAdapter()
-tasks = adapter.load_tasks("train")
-uniform = [t for t in tasks if adapter.unsolvable(t)]
-graded = [t for t in tasks if not adapter.unsolvable(t)]
+uniform, graded = adapter.uniform_and_graded()
 config = tiny_config(Path({out!r}) / os.environ["RANK"], shuffle_tasks=False, engine="hf")
 trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
 tokenizer = trainer.tokenizer
 trainer._generator = lambda: rowwise_generator(tokenizer)
 metrics = trainer.train([uniform[0], uniform[1], graded[0], uniform[0], uniform[1], uniform[0]], steps=3)
 total = sum(p.double().sum().item() for p in trainer.model.parameters())
-print("rank", os.environ["RANK"], metrics["skipped_batches"], repr(total), flush=True)
+result = {{"skipped": metrics["skipped_batches"], "weights": total}}
+(Path({out!r}) / ("rank" + os.environ["RANK"] + ".json")).write_text(json.dumps(result))
 """
 
 
@@ -340,15 +343,14 @@ def test_two_processes_skip_together_or_not_at_all(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     result = subprocess.run([*launch, str(script)], env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
-    ranks = sorted(line.split()[1:] for line in result.stdout.splitlines() if line.startswith("rank "))
-    assert [rank for rank, _, _ in ranks] == ["0", "1"]
-    assert [skipped for _, skipped, _ in ranks] == ["2.0", "2.0"]
-    assert ranks[0][2] == ranks[1][2]
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]  # files: no interleaving
+    assert [r["skipped"] for r in ranks] == [2.0, 2.0]
+    assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
 def test_no_skip_when_the_kl_term_has_a_gradient(tmp_path):
     adapter = HalfSolvableToyAdapter()
-    uniform = [t for t in adapter.load_tasks("train") if adapter.unsolvable(t)]
+    uniform, _ = adapter.uniform_and_graded()
     trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp_path, beta=0.04))
     assert trainer.train(uniform[:1], steps=1)["skipped_batches"] == 0
 
