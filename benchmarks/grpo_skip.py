@@ -32,9 +32,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-4", "chain_sum@0-4", "products@0-4"]  # the curriculum experiment's ladder
 
 
-def run(args, skip: bool, tasks) -> list[dict]:
+def run(args, skip: bool, adapter, tasks) -> list[dict]:
     torch.manual_seed(args.seed)
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
     config = GRPOAgentConfig(
         engine="hf",
         num_generations=8,
@@ -54,13 +53,13 @@ def run(args, skip: bool, tasks) -> list[dict]:
     )
     trainer = GRPOAgentTrainer(load_policy(args.model), adapter, config)
     rows = []
-    for step in range(args.steps):
-        metrics = trainer.train([tasks[step % len(tasks)]], steps=1)
+    for step, task in enumerate(tasks):
+        metrics = trainer.train([task], steps=1)
         rewards = [e.reward for e in trainer.episodes]
         rows.append(
             {
                 "step": step,
-                "task": tasks[step % len(tasks)].task_id,
+                "task": task.task_id,
                 "rewards": rewards,
                 "uniform": len(set(rewards)) == 1,
                 "skipped_batches": metrics["skipped_batches"],
@@ -88,7 +87,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="grpo_skip")
     args = parser.parse_args()
-    tasks = fixed_tasks(get_benchmark("reasoning_gym", families=FAMILIES), args.steps)
+    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
+    tasks = fixed_tasks(adapter, args.steps)  # one task per step
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/grpo_skip.py "
         f"--model {args.model} --steps {args.steps} --seed {args.seed} --name {args.name}",
@@ -97,7 +97,7 @@ def main() -> None:
         "runs": {},
     }
     for skip in (False, True):
-        rows = run(args, skip, tasks)
+        rows = run(args, skip, adapter, tasks)
         record["runs"]["skip" if skip else "no_skip"] = {"steps": rows, "by_kind": by_kind(rows)}
     off, on = (record["runs"][k]["by_kind"] for k in ("no_skip", "skip"))
     for kind in ("uniform", "informative"):  # mean step time without the skip over mean step time with it
