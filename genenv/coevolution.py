@@ -36,7 +36,8 @@ import resource
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -272,21 +273,26 @@ class CoEvolutionTrainer:
         """One co-evolution epoch, checkpointed; returns its metrics (epoch 0's also hold the held-out score
         before training and after the warm start, and the warm start's steps and loss)."""
         start = time.perf_counter()
+        stages: dict[str, float] = {}
         before: dict[str, Any] = {}
         if epoch == 0:
-            before = self._warm_start()
+            with _timed(stages, "warm_start"):
+                before = self._warm_start()
         fresh, proposals, replay = [], [], []
         if self.is_main:
-            fresh, proposals = self._epoch_tasks(epoch)
-            replay = self._replay(epoch)
-            self._add_expert_traces(fresh, epoch)
+            with _timed(stages, "tasks"):
+                fresh, proposals = self._epoch_tasks(epoch)
+                replay = self._replay(epoch)
+                self._add_expert_traces(fresh, epoch)
         fresh, replay = self._share_tasks(fresh, replay)
         agent_metrics: dict[str, float] = {}
         episodes = []
         if fresh or replay:
-            agent_metrics = self.agent_trainer.train(fresh + replay)
+            with _timed(stages, "agent"):
+                agent_metrics = self.agent_trainer.train(fresh + replay)
             episodes = list(self.agent_trainer.episodes)
-        expert_mix = self._mix_expert_traces(epoch)
+        with _timed(stages, "expert_mix"):
+            expert_mix = self._mix_expert_traces(epoch)
         fresh_ids = {task.task_id for task in fresh}
         fresh_episodes = [e for e in episodes if e.task.task_id in fresh_ids]
         p_hat = float(np.mean([e.reward for e in fresh_episodes])) if fresh_episodes else None
@@ -308,8 +314,10 @@ class CoEvolutionTrainer:
         filtered = self._add_proposals(proposals, epoch, task_p_hat, task_r_env) if proposals else 0
         if episodes:
             self.traces.add_episodes(episodes, epoch, "on_policy")
-        simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
-        validation = self._validate()
+        with _timed(stages, "simulator"):
+            simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
+        with _timed(stages, "validation"):
+            validation = self._validate()
 
         metrics = {
             **before,
@@ -337,6 +345,7 @@ class CoEvolutionTrainer:
             "pool_tasks": len(self.tasks) + len(self.tasks.uncommitted()),
             "generated_tasks": self._generated_tasks(),
             "seconds": time.perf_counter() - start,
+            "stage_seconds": stages,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         metrics = json.loads(json.dumps(metrics, default=float))
@@ -721,6 +730,16 @@ def _write_atomic(path: Path, text: str) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+@contextmanager
+def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
+    """Add the wall seconds of the block to ``stages[name]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        stages[name] = stages.get(name, 0.0) + time.perf_counter() - start
 
 
 def _counts(keys: Iterable[str]) -> dict[str, int]:

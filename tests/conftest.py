@@ -13,6 +13,13 @@ if DATA_ROOT.is_dir():
     os.environ.setdefault("GENENV_DATA_DIR", str(DATA_ROOT))
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python process: this one's, with the repository first on ``PYTHONPATH`` (what
+    was there stays, e.g. packages installed with ``pip --target``)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def data_dir(benchmark: str) -> Path:
     """The benchmark's data folder; skips the test when it is not on this machine."""
     path = DATA_ROOT / benchmark

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import child_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genenv.benchmarks.base import Task
 from genenv.pools import RESERVED_KEYS, JsonlPool, PoolCorruptedError, TaskPool, TracePool
 
-REPO = Path(__file__).resolve().parents[1]
 BATCH, BATCHES = 6, 3  # records per append, appends per epoch in the crash child
 
 # The crash child's records; the test process defines the same function to check them.
@@ -73,7 +73,7 @@ while True:
 
 
 def start_child(directory: Path, mode: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     return subprocess.Popen([sys.executable, "-c", CHILD, str(directory), mode], stdout=subprocess.PIPE, env=env)
 
 

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, child_env
 from test_train import tiny_config
 
 import genenv.coevolution as coevolution
@@ -205,7 +205,7 @@ def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
             cwd=REPO,
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env=child_env(),
         )
         assert result.returncode != 0 and f"pid {holder.pid}" in result.stderr
     finally:

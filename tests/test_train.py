@@ -2,7 +2,6 @@
 
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, data_dir
+from conftest import REPO, child_env, data_dir
 from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 
@@ -195,7 +194,7 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
 def test_sigkill_mid_epoch_then_resume(tmp_path):
     data_dir("apibank")
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     process = subprocess.Popen(
         _train_command(run_dir), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -224,7 +223,7 @@ def test_two_processes_share_tasks_gather_episodes_and_resume(tmp_path):
     """``torchrun --nproc_per_node 2`` on CPU (gloo): what ``accelerate launch`` does on several GPUs."""
     data_dir("apibank")
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
     first = _train_command(run_dir, "coevolution.epochs=1", "coevolution.replay_tasks=3")
     result = subprocess.run([*launch, *first[1:]], cwd=REPO, env=env, capture_output=True, text=True)

@@ -86,7 +86,7 @@ def test_warm_start_of_a_lora_model_trains_the_adapter_only():
     WarmStartTrainer(model, policy.tokenizer, config, output_dir="/tmp/genenv-test-warm-start").train(
         _toy_conversations()
     )
-    after = model.state_dict()
+    after = {k: v.to(before[k].device) for k, v in model.state_dict().items()}  # the trainer may have moved it to CUDA
     changed = {k for k, v in before.items() if not torch.equal(v, after[k])}
     assert changed and all("lora_B" in k or "lora_A" in k for k in changed)
 
