@@ -61,7 +61,7 @@ from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrain
 from genenv.envs.expert import expert_conversation
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
-from genenv.pools import TaskPool, TracePool
+from genenv.pools import JsonlPool, TaskPool, TracePool
 from genenv.reporting import MetricsReporter
 from genenv.run_lock import RunLock, make_run_dir
 
@@ -70,6 +70,11 @@ logger = logging.getLogger(__name__)
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
 METRICS_FILE = "metrics.jsonl"
+POOLS = "pools"
+#: static/offline: the pool's simulator batches as they are written (pools/pool_draft.jsonl), so a run killed while
+#: writing its pool continues where it stopped
+POOL_DRAFT = "pool_draft"
+POOL_STREAM = 1  # batch i of a static/offline pool draws from np.random.default_rng([seed, POOL_STREAM, i])
 VALIDATION_SEED = 12345  # picks the held-out subset: runs of different seeds score the same tasks
 
 
@@ -239,8 +244,8 @@ class CoEvolutionTrainer:
                 engine=config.simulator_engine,
                 engine_compute_type=config.simulator_engine_compute_type,
             )
-            self.traces = TracePool(self.run_dir / "pools")
-            self.tasks = TaskPool(self.run_dir / "pools")
+            self.traces = TracePool(self.run_dir / POOLS)
+            self.tasks = TaskPool(self.run_dir / POOLS)
             self.validation_tasks = self._validation_tasks()
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
         self.start_epoch = 0
@@ -402,7 +407,7 @@ class CoEvolutionTrainer:
         if self.config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
             proposals: list[Proposal] = []
             if epoch == 0:
-                pool, proposals = self._generate(self.pool_size(), conditioned=False)
+                pool, proposals = self._generate_pool(self.pool_size())
             else:
                 unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
                 pool = [Task.from_dict(task) for task in unique.values()]
@@ -428,6 +433,31 @@ class CoEvolutionTrainer:
             if len(valid) >= wanted:
                 break
             batch = self.simulator.propose(self.adapter, rng=self.rng, success=success)
+            proposals.extend(batch)
+            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
+        return list(valid.values())[:wanted], proposals
+
+    def _generate_pool(self, wanted: int) -> tuple[list[Task], list[Proposal]]:
+        """The static/offline pool, written before training by the frozen simulator as :meth:`_generate` would,
+        except that each batch is stored durably in ``pools/pool_draft.jsonl`` as soon as it is written and batch
+        ``i`` draws from its own seeded stream: a run killed while writing its pool (hours for an offline pool on a
+        CPU) continues from the batches it has, and the pool is the same as an uninterrupted run's."""
+        draft = JsonlPool(self.run_dir / POOLS, POOL_DRAFT)
+        if pending := draft.uncommitted():  # batches are appended whole: a kill before its commit loses none
+            draft.commit(pending[-1]["epoch"])
+        proposals = [_proposal(record) for record in draft.records()]
+        valid = {p.task.task_id: p.task for p in proposals if p.task is not None}
+        start = 0 if draft.committed_epoch is None else draft.committed_epoch + 1
+        if start:
+            logger.info("pool: continuing from %d written batches (%d valid tasks of %d)", start, len(valid), wanted)
+        rounds = self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
+        for batch_index in tqdm(range(start, rounds), desc="pool", unit="batch", leave=False):
+            if len(valid) >= wanted:
+                break
+            rng = np.random.default_rng([self.config.seed, POOL_STREAM, batch_index])
+            batch = self.simulator.propose(self.adapter, rng=rng, success=None)
+            draft.append([p.to_dict() for p in batch], batch_index)
+            draft.commit(batch_index)
             proposals.extend(batch)
             valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
         return list(valid.values())[:wanted], proposals
@@ -730,6 +760,12 @@ def _write_atomic(path: Path, text: str) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+def _proposal(record: dict[str, Any]) -> Proposal:
+    """A :class:`Proposal` from its stored ``to_dict()``."""
+    task = Task.from_dict(record["task"]) if record["task"] is not None else None
+    return Proposal(record["family"], record["messages"], record["raw"], task, record["reject_reason"])
 
 
 @contextmanager

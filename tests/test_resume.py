@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, child_env
+from scripted_simulator import ScriptedSimulator
+from test_apibank_env import CALCULATOR_TASK
 from test_train import tiny_config
 
 import genenv.coevolution as coevolution
@@ -81,6 +83,40 @@ def test_killed_in_epoch_0_a_plain_restart_starts_over(tmp_path, monkeypatch, ca
     assert "no checkpoint yet" in caplog.text
     assert (tmp_path / "pools" / "traces.uncommitted.jsonl").exists()  # set aside, not deleted
     assert [m["epoch"] for m in read_metrics(tmp_path)] == [0]
+
+
+class _PoolWriter(ScriptedSimulator):
+    """Scripted proposals that note the state of the RNG each batch draws from, and die at batch ``die_at``."""
+
+    def __init__(self, replies, family, die_at=None):
+        super().__init__(replies, family)
+        self.streams, self.die_at = [], die_at
+
+    def propose(self, adapter, *, rng, n=None, families=None, success=None):
+        if len(self.streams) == self.die_at:
+            raise Killed
+        self.streams.append(rng.bit_generator.state["state"]["state"])
+        return super().propose(adapter, rng=rng, n=n, families=families, success=success)
+
+
+def test_an_offline_pool_killed_while_written_continues_from_its_batches(tmp_path, monkeypatch):
+    replies = [json.dumps(CALCULATOR_TASK), json.dumps(dict(CALCULATOR_TASK, request="What is 2+2?"))]
+    config = tiny_config(tmp_path / "killed", epochs=1, curriculum="offline", tasks_per_epoch=2)  # 7 tasks wanted
+    killed = CoEvolutionTrainer(config)
+    killed.simulator = _PoolWriter(replies, "Calculator", die_at=2)
+    with pytest.raises(Killed):
+        killed.train()
+    resumed = CoEvolutionTrainer(config, resume=True)
+    resumed.simulator = _PoolWriter(replies, "Calculator")
+    history = resumed.train()
+    whole = CoEvolutionTrainer(tiny_config(tmp_path / "whole", epochs=1, curriculum="offline", tasks_per_epoch=2))
+    whole.simulator = _PoolWriter(replies, "Calculator")
+    expected = whole.train()
+    # 2 valid tasks never reach the 7 wanted: all 4 rounds of 2 run, the first 2 before the kill and only 2 after it
+    assert len(killed.simulator.streams) == 2 and len(resumed.simulator.streams) == 2
+    assert killed.simulator.streams + resumed.simulator.streams == whole.simulator.streams  # batch i, stream i
+    assert history[0]["proposals"] == expected[0]["proposals"] == 8
+    assert history[0]["generated_tasks"] == expected[0]["generated_tasks"] == 2
 
 
 @pytest.fixture(scope="module")
