@@ -27,10 +27,12 @@ from pathlib import Path
 
 from genenv.coevolution import latest_checkpoint, read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
+from genenv.run_archive import pack_run, unpack_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
 CURRICULA = ("genenv", "random", "static", "offline")
+STATE = "state"  # <results>/<testbed>/state/<run>.tar.xz: unfinished runs, to continue on another machine
 
 #: testbed -> (Hydra overrides shared by its runs, alpha, band_k). Sized as issue 18 asks: >= 32 fresh tasks per
 #: epoch, G = 8, 8 epochs, >= 200 held-out items spread over the difficulty levels, the same for every run.
@@ -121,11 +123,38 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     return out
 
 
+def save(testbed: str, runs_root: Path, results_root: Path, epochs: int, commit: bool) -> None:
+    """Pack every unfinished run as of its last complete epoch; delete the archives of finished runs."""
+    out = results_root / testbed / STATE
+    for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir()):
+        archive = out / f"{run_dir.name}.tar.xz"
+        if finished(run_dir, epochs):
+            archive.unlink(missing_ok=True)
+            continue
+        epoch = pack_run(run_dir, archive)
+        at = "no epoch complete (config and pool draft)" if epoch is None else f"epoch {epoch}"
+        print(f"{run_dir.name}: {at} -> {archive} ({archive.stat().st_size / 2**20:.1f} MiB)", flush=True)
+    if commit and out.exists():
+        subprocess.run(["git", "add", "-A", str(out)], cwd=ROOT, check=True)
+        message = f"curriculum experiment, {testbed}: state of the unfinished runs (to resume on another machine)"
+        subprocess.run(["git", "commit", "-q", "-m", message, "--", str(out)], cwd=ROOT, check=False)
+
+
+def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
+    """Unpack the run's archive when its folder holds no run (a new machine)."""
+    archive = results_root / testbed / STATE / f"{run_dir.name}.tar.xz"
+    if archive.exists() and not (run_dir / "checkpoints").exists() and not (run_dir / "pools").exists():
+        unpack_run(archive, run_dir)
+        print(f"{run_dir.name}: unpacked {archive}", flush=True)
+
+
 def run(args: argparse.Namespace) -> None:
     overrides = TESTBEDS[args.testbed][0] + args.overrides
     epochs = epochs_of(overrides)
     root = args.runs_root / args.testbed
     root.mkdir(parents=True, exist_ok=True)
+    for curriculum, seed in itertools.product(args.curricula, args.seeds):
+        restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
     pending = [(c, s) for s, c in itertools.product(args.seeds, args.curricula)
                if not finished(root / run_name(c, s), epochs)]  # fmt: skip
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
@@ -152,17 +181,13 @@ def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="action", required=True)
-    for name in ("run", "report"):
+    for name in ("run", "report", "save"):
         sub = commands.add_parser(name)
         sub.add_argument("testbed", choices=sorted(TESTBEDS))
         sub.add_argument("--runs-root", type=Path, default=ROOT / "runs" / "curriculum_experiment")
         sub.add_argument("--results-root", type=Path, default=RESULTS)
         sub.add_argument("--commit", action="store_true", help="commit the results folder after each finished run")
-        if name == "run":
-            sub.add_argument("--curricula", nargs="+", default=list(CURRICULA), choices=CURRICULA)
-            sub.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-            sub.add_argument("--jobs", type=int, default=2, help="runs at once (2 fills a 2-core machine)")
-            sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
+        if name in ("run", "save"):
             sub.add_argument(
                 "--set",
                 dest="overrides",
@@ -171,7 +196,16 @@ def main() -> None:
                 metavar="KEY=VALUE",
                 help="Hydra overrides for every run (after the testbed's own)",
             )
+        if name == "run":
+            sub.add_argument("--curricula", nargs="+", default=list(CURRICULA), choices=CURRICULA)
+            sub.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+            sub.add_argument("--jobs", type=int, default=2, help="runs at once (2 fills a 2-core machine)")
+            sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
     args = parser.parse_args()
+    if args.action == "save":
+        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed][0] + args.overrides),
+             args.commit)  # fmt: skip
+        return
     if args.action == "run":
         run(args)
     print(rebuild(args.testbed, args.runs_root, args.results_root, args.commit) / "report.md")

@@ -1,5 +1,6 @@
 """The experiment driver end to end with the tiny model: runs, skips what finished, rebuilds the report."""
 
+import json
 import os
 import subprocess
 import sys
@@ -34,3 +35,22 @@ def test_driver_runs_skips_finished_runs_and_rebuilds_the_report(tmp_path):
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "results" / "reasoning_gym" / "report.md").read_text()
     assert "| offline | [3] |" in text and (tmp_path / "results" / "reasoning_gym" / "held_out.png").exists()
+
+
+def test_saved_runs_continue_on_a_new_machine(tmp_path):
+    one = [*TINY, "coevolution.epochs=1"]
+    two = [*TINY, "coevolution.epochs=2"]
+    first = _driver(tmp_path, "run", "--curricula", "genenv", "--seeds", "0", "--jobs", "1", "--set", *one)
+    assert first.returncode == 0, first.stdout + first.stderr
+    saved = _driver(tmp_path, "save", "--set", *two)  # 1 of 2 epochs done: unfinished
+    archive = tmp_path / "results" / "reasoning_gym" / "state" / "genenv-s0.tar.xz"
+    assert saved.returncode == 0 and "genenv-s0: epoch 0" in saved.stdout and archive.exists(), saved.stderr
+    (tmp_path / "runs").rename(tmp_path / "wiped")  # a new machine: only the results folder came along
+    second = _driver(tmp_path, "run", "--curricula", "genenv", "--seeds", "0", "--jobs", "1", "--set", *two)
+    assert second.returncode == 0 and "genenv-s0: unpacked" in second.stdout, second.stdout + second.stderr
+    log = (tmp_path / "runs" / "reasoning_gym" / "genenv-s0.log").read_text()
+    assert "continuing at epoch 1" in log
+    metrics = (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").read_text().splitlines()
+    assert [json.loads(line)["epoch"] for line in metrics] == [0, 1]
+    _driver(tmp_path, "save", "--set", *two)
+    assert not archive.exists()  # finished: its archive is dropped
