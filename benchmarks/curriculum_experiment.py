@@ -123,7 +123,7 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     return out
 
 
-def save(testbed: str, runs_root: Path, results_root: Path, epochs: int, commit: bool) -> None:
+def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None:
     """Pack every unfinished run as of its last complete epoch; delete the archives of finished runs."""
     out = results_root / testbed / STATE
     for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir()):
@@ -134,10 +134,6 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int, commit:
         epoch = pack_run(run_dir, archive)
         at = "no epoch complete (config and pool draft)" if epoch is None else f"epoch {epoch}"
         print(f"{run_dir.name}: {at} -> {archive} ({archive.stat().st_size / 2**20:.1f} MiB)", flush=True)
-    if commit and out.exists():
-        subprocess.run(["git", "add", "-A", str(out)], cwd=ROOT, check=True)
-        message = f"curriculum experiment, {testbed}: state of the unfinished runs (to resume on another machine)"
-        subprocess.run(["git", "commit", "-q", "-m", message, "--", str(out)], cwd=ROOT, check=False)
 
 
 def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
@@ -203,9 +199,7 @@ def main() -> None:
             sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
     args = parser.parse_args()
     if args.action == "save":
-        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed][0] + args.overrides),
-             args.commit)  # fmt: skip
-        return
+        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed][0] + args.overrides))
     if args.action == "run":
         run(args)
     print(rebuild(args.testbed, args.runs_root, args.results_root, args.commit) / "report.md")
