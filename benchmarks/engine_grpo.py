@@ -89,7 +89,7 @@ def curve(spec: str, tasks, validation, before: list[float], args) -> dict:
     parts = spec.split(":")
     name, compute_type, sync_every = parts + ["ctranslate2", "int8", "4"][len(parts) :]
     torch.manual_seed(args.seed)
-    adapter = get_benchmark("reasoning_gym", families=args.families)
+    adapter = get_benchmark("reasoning_gym", families=args.families, partial_credit=True)
     policy = load_policy(args.model)
     config = agent_config(
         name,
@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.summarize:
         return summarize(args.summarize, args.name)
-    adapter = get_benchmark("reasoning_gym", families=args.families)
+    adapter = get_benchmark("reasoning_gym", families=args.families, partial_credit=True)
     tasks = fixed_tasks(adapter, args.tasks)
     validation = adapter.load_tasks("validation")[: args.validation]
     policy = load_policy(args.model)

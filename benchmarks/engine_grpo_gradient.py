@@ -50,7 +50,7 @@ def main() -> None:
     if args.repeats < 2:
         raise SystemExit("--repeats must be at least 2: two gradients of one path measure the noise floor")
 
-    adapter = get_benchmark("reasoning_gym", families=LEVEL0)
+    adapter = get_benchmark("reasoning_gym", families=LEVEL0, partial_credit=True)
     tasks = fixed_tasks(adapter, 4)
     torch.manual_seed(args.seed)
     config = agent_config(

@@ -52,7 +52,7 @@ def main() -> None:
     if args.episodes < BATCH or args.episodes % BATCH:
         raise SystemExit(f"--episodes must be a positive multiple of {BATCH}")
 
-    adapter = get_benchmark("reasoning_gym", families=LEVEL0)
+    adapter = get_benchmark("reasoning_gym", families=LEVEL0, partial_credit=True)
     tasks = fixed_tasks(adapter, 4)
     torch.manual_seed(0)
     config = agent_config("ctranslate2", "float32", 1, 3e-4, 0, output_dir="/tmp/genenv-engine-sampling")

@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="grpo_skip")
     args = parser.parse_args()
-    adapter = get_benchmark("reasoning_gym", families=FAMILIES)
+    adapter = get_benchmark("reasoning_gym", families=FAMILIES, partial_credit=True)
     tasks = fixed_tasks(adapter, args.steps)  # one task per step
     record = {
         "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} python benchmarks/grpo_skip.py "

@@ -68,7 +68,7 @@ def main(argv: list[str]) -> None:
 
     families = [f"{name}@{args.levels}" for name in args.families.split(",") if name]
     adapter = ReasoningGymAdapter(
-        families=families, test_per_level=args.items, validation_per_level=0, train_per_level=0
+        families=families, test_per_level=args.items, validation_per_level=0, train_per_level=0, partial_credit=True
     )
     tasks = [task for task in adapter.load_tasks("test") for _ in range(args.samples)]
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature)

@@ -124,12 +124,36 @@ def test_valid_spec_is_deterministic_and_gold_scores_one(adapter):
 
 
 def test_partial_credit_is_the_family_own(adapter):
-    backward = ReasoningGymAdapter(families=["spell_backward@0"], test_per_level=1, validation_per_level=0)
+    backward = ReasoningGymAdapter(
+        families=["spell_backward@0"], test_per_level=1, validation_per_level=0, partial_credit=True
+    )
     task = backward.parse_task(spec(family="spell_backward", level=0, seed=3))
     gold = task.gold["answer"]
     assert backward.score(task, answered(gold)).value == 1.0
     partial = backward.score(task, answered(gold[:-1] + "#")).value
     assert 0.0 < partial < 1.0  # spell_backward's score_answer credits the matching prefix
+
+
+def _single_digit_item(adapter):
+    for seed in range(200):
+        task = adapter.parse_task(spec(level=0, seed=seed))
+        if len(task.gold["answer"]) == 1 and task.gold["answer"].isdigit():
+            return task
+    raise AssertionError("no single-digit basic_arithmetic item in 200 seeds")
+
+
+def test_a_wrong_answer_holding_the_gold_earns_nothing_by_default(adapter):
+    task = _single_digit_item(adapter)
+    hedge = answered("1" + task.gold["answer"])  # wrong, yet official scoring gives it len(gold)/len(answer) = 0.5
+    score = adapter.score(task, hedge)
+    assert score.value == 0.0 and score.breakdown["official"] == 0.5 and score.breakdown["solved"] == 0.0
+    official = ReasoningGymAdapter(families=FAMILIES, **SIZES, partial_credit=True)
+    assert official.score(task, hedge).value == 0.5
+    reporting = adapter.reporting_adapter()
+    assert reporting.partial_credit and reporting.score(task, hedge).value == 0.5  # held-out scores stay official
+    assert reporting.load_tasks("validation") == adapter.load_tasks("validation")
+    assert official.reporting_adapter() is official
+    assert adapter.score(task, answered(task.gold["answer"])).value == 1.0
 
 
 def test_validate_rejects_tampering_and_held_out_items(adapter):

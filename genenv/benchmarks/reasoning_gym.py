@@ -39,6 +39,16 @@ No tools: the agent's plain-text final answer ends the episode. :func:`extract_a
 backticks and ``**``, and a trailing period when the answer is one word. The score is the family's own
 ``score_answer(extracted, entry)`` (1.0 exact, some families give partial credit); ``solved`` in the
 breakdown is 1.0 only for a full score.
+
+Partial credit (a deviation, switchable)
+----------------------------------------
+The official ``score_answer`` of many families (``basic_arithmetic`` among them) gives ``len(gold) / len(answer)``
+when the gold answer is a substring of a wrong one: gold ``7`` earns 0.5 for the answer ``17``, and hedging with
+several numbers earns a share. That is a reward a model can earn without solving the task, so by default
+(``partial_credit=False``) the reward is 1.0 for a full official score and 0 otherwise (and ``p_hat`` is the success
+rate, as in the paper). ``partial_credit=True`` rewards the official score itself. Whatever the setting, the
+breakdown keeps the official score (``official``) and :meth:`ReasoningGymAdapter.reporting_adapter` scores held-out
+tasks officially, so reported scores are the official ones.
 """
 
 from __future__ import annotations
@@ -215,8 +225,13 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         test_per_level: int = 16,
         validation_per_level: int = 8,
         train_per_level: int = 64,
+        partial_credit: bool = False,
     ) -> None:
         super().__init__(data_dir)
+        self.partial_credit = partial_credit
+        self._options = {"families": families, "test_per_level": test_per_level,
+                         "validation_per_level": validation_per_level, "train_per_level": train_per_level}  # fmt: skip
+        self._reporting: ReasoningGymAdapter | None = None
         entries = [families] if isinstance(families, str) else list(families or DEFAULT_FAMILIES)
         if not entries:
             raise ValueError("families is empty: name at least one reasoning-gym family")
@@ -352,7 +367,16 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         except Exception as error:  # noqa: BLE001 - a scorer failure scores 0, with the reason
             return Score(0.0, {**breakdown, "solved": 0.0, "error": f"{type(error).__name__}: {error}"})
         value = min(1.0, max(0.0, value))
-        return Score(value, {**breakdown, "solved": float(value == 1.0)})
+        solved = float(value == 1.0)
+        return Score(value if self.partial_credit else solved, {**breakdown, "solved": solved, "official": value})
+
+    def reporting_adapter(self) -> ReasoningGymAdapter:
+        """This adapter with the official partial credit (the same families, levels and splits)."""
+        if self.partial_credit:
+            return self
+        if self._reporting is None:
+            self._reporting = ReasoningGymAdapter(self.data_dir, **self._options, partial_credit=True)
+        return self._reporting
 
     def aggregate(self, tasks: list[Task], scores: list[Score]) -> dict[str, float]:
         """Mean score, solve rate (full scores) and answer rate, then the mean score per level."""
