@@ -104,6 +104,9 @@ class GenEnvConfig:
             (``None``: none). Never a split evaluation or validation uses.
         validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
         validation_limit: validation tasks (a fixed subset of the split, the same for every ``seed``).
+        validation_every: score the held-out tasks after every ``validation_every``-th epoch (epochs ``n-1``,
+            ``2n-1``, ...) and after the last; the held-out score before training and after the warm start is always
+            taken. Other epochs' metrics have an empty ``validation``.
         alpha: target success rate of the alpha-curriculum reward.
         beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
         band_k: half-width of the difficulty band; batches outside it skip the simulator update.
@@ -141,6 +144,7 @@ class GenEnvConfig:
     base_limit: int | None = None
     validation_split: str | None = None
     validation_limit: int = 8
+    validation_every: int = 1
     alpha: float = 0.5
     beta: float = 10.0
     band_k: float = 0.4
@@ -162,7 +166,7 @@ class GenEnvConfig:
     def __post_init__(self) -> None:
         check_types(self, "coevolution")
         for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
-                     "simulator_max_new_tokens", "validation_limit", "stats_window"):  # fmt: skip
+                     "simulator_max_new_tokens", "validation_limit", "validation_every", "stats_window"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"coevolution.{name} must be at least 1, got {getattr(self, name)}")
         for name in ("replay_tasks", "beta", "band_k", "lam", "simulator_temperature"):
@@ -322,7 +326,8 @@ class CoEvolutionTrainer:
         with _timed(stages, "simulator"):
             simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
         with _timed(stages, "validation"):
-            validation = self._validate()
+            last = epoch == self.config.epochs - 1
+            validation = self._validate() if last or (epoch + 1) % self.config.validation_every == 0 else {}
 
         metrics = {
             **before,

@@ -19,6 +19,7 @@ from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import Trajectory
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
 from genenv.curriculum import RWRConfig
+from genenv.learning_curve import held_out_curve
 from genenv.pools import TaskPool, TracePool
 
 AGENT = GRPOAgentConfig(
@@ -148,6 +149,15 @@ def test_warm_start_mixing_and_expert_traces_of_generated_tasks(tmp_path):
 def test_base_data_never_overlaps_the_held_out_split(tmp_path):
     with pytest.raises(ValueError, match="shares .* tasks with the held-out split"):
         CoEvolutionTrainer(tiny_config(tmp_path, base_split="level-1", validation_split="level-1-api"))
+
+
+def test_held_out_every_second_epoch_and_the_last(tmp_path):
+    history = CoEvolutionTrainer(tiny_config(tmp_path, epochs=4, validation_every=3, replay_tasks=1)).train()
+    assert [bool(m["validation"]) for m in history] == [False, False, True, True]  # epochs 2 (3rd) and 3 (last)
+    assert history[0]["validation_start"] and "validation_warm_start" not in history[0]  # no warm start here
+    assert [p.stage for p in held_out_curve(read_metrics(tmp_path))] == ["start", "epoch 2", "epoch 3"]
+    with pytest.raises(ValueError, match="validation_every must be at least 1"):
+        tiny_config(tmp_path / "x", validation_every=0)
 
 
 @pytest.mark.parametrize("curriculum", ["random", "static", "offline"])
