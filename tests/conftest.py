@@ -33,3 +33,15 @@ def tiny_policy():
     from genenv.agents.models import build_tiny_policy
 
     return build_tiny_policy(seed=0)
+
+
+@pytest.fixture(scope="module")
+def two_epoch_run(tmp_path_factory):
+    """A finished 2-epoch co-evolution run of the tiny model on API-Bank (needs its data)."""
+    from test_train import tiny_config  # (test_train imports this module)
+
+    from genenv.coevolution import CoEvolutionTrainer
+
+    run_dir = tmp_path_factory.mktemp("run")
+    CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
+    return run_dir

@@ -119,13 +119,6 @@ def test_an_offline_pool_killed_while_written_continues_from_its_batches(tmp_pat
     assert history[0]["generated_tasks"] == expected[0]["generated_tasks"] == 2
 
 
-@pytest.fixture(scope="module")
-def two_epoch_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("run")
-    CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
-    return run_dir
-
-
 def _copy(run_dir, tmp_path):
     subprocess.run(["cp", "-a", f"{run_dir}/.", str(tmp_path)], check=True)
     return tmp_path

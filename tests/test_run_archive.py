@@ -14,13 +14,6 @@ from genenv.pools import TaskPool, TracePool
 from genenv.run_archive import LEFT_OUT, pack_run, unpack_run
 
 
-@pytest.fixture(scope="module")
-def two_epoch_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("run")
-    CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
-    return run_dir
-
-
 def test_a_packed_run_resumes_in_another_folder(two_epoch_run, tmp_path):
     assert pack_run(two_epoch_run, tmp_path / "run.tar.xz") == 1
     with tarfile.open(tmp_path / "run.tar.xz") as tar:
