@@ -277,4 +277,20 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"| {run.curriculum} s{run.seed} | {p_hats} | {'-' if share is None else f'{share:.0%}'} | "
             f"{run.metrics[-1].get('generated_tasks', '-')} | {f'{kl[-1]:.4f}' if kl else '-'} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + budget(runs)) + "\n"
+
+
+def budget(runs: list[Run]) -> list[str]:
+    """Markdown lines: each run's epochs, agent episodes and wall hours, and where the time went (``stage_seconds``,
+    summed over its epochs; epochs written before stage times were recorded count in the total only)."""
+    stages = sorted({name for run in runs for m in run.metrics for name in m.get("stage_seconds") or {}})
+    lines = ["", "## Budget (wall time on each run's machine; the README says the load)", "",
+             "| run | epochs | agent episodes | hours | " + " | ".join(f"{s} h" for s in stages) + " |",
+             "|---|---|---|---|" + "---|" * len(stages)]  # fmt: skip
+    for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
+        episodes = sum(int((m.get("agent") or {}).get("episodes", 0)) for m in run.metrics)
+        hours = sum(float(m.get("seconds", 0.0)) for m in run.metrics) / 3600
+        per_stage = [sum(float((m.get("stage_seconds") or {}).get(s, 0.0)) for m in run.metrics) / 3600 for s in stages]
+        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | "
+                     + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
+    return lines

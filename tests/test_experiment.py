@@ -14,6 +14,7 @@ def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, le
         "validation": {"score": float(np.mean(scores)), "task_scores": scores},
         "simulator": {} if kl is None else {"kl": kl, "examples": 4}, "generated_tasks": generated,
         "fresh_per_family": levels or {"chain_sum@0": 2, "chain_sum@1": 2},
+        "agent": {"episodes": 32}, "seconds": 1800.0, "stage_seconds": {"agent": 900.0, "validation": 360.0},
     }  # fmt: skip
     if epoch == 0:
         record["validation_start"] = {"task_scores": [0.0] * len(scores)}
@@ -86,6 +87,9 @@ def test_report_and_figures(experiment, tmp_path):
     text = report(experiment, alpha=0.5, band_k=0.2)
     assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
     assert "| genenv s0 | 0.10, 0.50 | 100% | 16 | 0.0200 |" in text
+    assert "| run | epochs | agent episodes | hours | agent h | validation h |" in text
+    assert "| random s2 | 1 | 32 | 0.50 | 0.25 | 0.10 |" in text
+    assert "| genenv s0 | 2 | 64 | 1.00 | 0.50 | 0.20 |" in text
     paths = plot_experiment(experiment, tmp_path / "figures", alpha=0.5, band_k=0.2)
     assert [p.name for p in paths] == ["held_out.png", "p_hat.png", "level_mix.png", "kl_and_data_efficiency.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
