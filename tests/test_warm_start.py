@@ -52,7 +52,12 @@ def test_tokenized_expert_trace_is_the_rollout_layout_with_loss_on_agent_tokens_
     env.reset(options={"task": task})
     batch = play_envs([env], tok, generate, eos_token_ids=[eos], few_shot=False)
     row = tokenize_expert(
-        tok, conversation["messages"], conversation["tools"], exchanges=None, suffix=ToolSuffix(tok, eos), eos_token_id=eos
+        tok,
+        conversation["messages"],
+        conversation["tools"],
+        exchanges=None,
+        suffix=ToolSuffix(tok, eos),
+        eos_token_id=eos,
     )
     assert batch.rewards == [1.0]
     assert row["input_ids"] == batch.prompt_ids[0] + batch.completion_ids[0]
