@@ -27,7 +27,7 @@ from pathlib import Path
 
 from genenv.coevolution import latest_checkpoint, read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
-from genenv.run_archive import pack_run, unpack_run
+from genenv.run_archive import holds_run, pack_run, unpack_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
@@ -147,7 +147,7 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None
 def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
     """Unpack the run's archive when its folder holds no run (a new machine)."""
     archive = results_root / testbed / STATE / f"{run_dir.name}.tar.xz"
-    if archive.exists() and not (run_dir / "checkpoints").exists() and not (run_dir / "pools").exists():
+    if archive.exists() and not holds_run(run_dir):
         unpack_run(archive, run_dir)
         print(f"{run_dir.name}: unpacked {archive}", flush=True)
 

@@ -428,13 +428,16 @@ class CoEvolutionTrainer:
         multiplier = self.config.offline_multiplier if self.config.curriculum == "offline" else 1.0
         return math.ceil(multiplier * trained_on)
 
+    def _rounds(self, wanted: int) -> int:
+        """Simulator batches allowed for ``wanted`` tasks: ``generation_rounds`` tries per batch they need."""
+        return self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
+
     def _generate(self, wanted: int, *, conditioned: bool) -> tuple[list[Task], list[Proposal]]:
         """Ask the simulator for tasks until ``wanted`` distinct ones are valid or the rounds run out."""
         proposals: list[Proposal] = []
         valid: dict[str, Task] = {}
         success = self.stats.rates() if conditioned else None
-        rounds = self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
-        for _ in tqdm(range(rounds), desc="simulator", unit="batch", leave=False):
+        for _ in tqdm(range(self._rounds(wanted)), desc="simulator", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
             batch = self.simulator.propose(self.adapter, rng=self.rng, success=success)
@@ -455,8 +458,7 @@ class CoEvolutionTrainer:
         start = 0 if draft.committed_epoch is None else draft.committed_epoch + 1
         if start:
             logger.info("pool: continuing from %d written batches (%d valid tasks of %d)", start, len(valid), wanted)
-        rounds = self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
-        for batch_index in tqdm(range(start, rounds), desc="pool", unit="batch", leave=False):
+        for batch_index in tqdm(range(start, self._rounds(wanted)), desc="pool", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
             rng = np.random.default_rng([self.config.seed, POOL_STREAM, batch_index])

@@ -62,10 +62,15 @@ def pack_run(run_dir: str | os.PathLike[str], archive: str | os.PathLike[str]) -
     return epoch
 
 
+def holds_run(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``run_dir`` holds a run (checkpoints or pools), started or finished."""
+    return (Path(run_dir) / CHECKPOINTS).exists() or (Path(run_dir) / POOLS).exists()
+
+
 def unpack_run(archive: str | os.PathLike[str], run_dir: str | os.PathLike[str]) -> None:
     """Lay ``archive`` (from :func:`pack_run`) out as ``run_dir``, which must not hold a run yet."""
     run_dir = Path(run_dir)
-    if (run_dir / CHECKPOINTS).exists() or (run_dir / POOLS).exists():
+    if holds_run(run_dir):
         raise FileExistsError(f"{run_dir} already holds a run; unpack into an empty folder")
     run_dir.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "r:xz") as tar:
