@@ -8,6 +8,7 @@ reads their ``metrics.jsonl`` records and reports, with 95% bootstrap intervals:
 - the final difference GenEnv minus each other curriculum, paired by seed and by task (intervals over seeds, and
   over seeds and tasks together: a two-level bootstrap);
 - p_hat per epoch against the alpha band, and the share of epochs after the first whose p_hat lies inside it;
+- the share of played tasks whose own p_hat lies inside the band, per curriculum (interval over seeds);
 - the level mix of the generated tasks per epoch (curriculum emergence), the simulator's KL;
 - held-out score against the generated tasks written so far (data efficiency, against ``offline``).
 """
@@ -29,7 +30,10 @@ import numpy as np  # noqa: E402
 from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa: E402
 from genenv.plot import _save, mix_group  # noqa: E402
 
-__all__ = ["Run", "band_share", "difference", "held_out_curves", "load_experiment", "plot_experiment", "report"]
+__all__ = [
+    "Run", "band_share", "difference", "held_out_curves", "in_band_by_curriculum", "in_band_tasks", "load_experiment",
+    "plot_experiment", "report",
+]  # fmt: skip
 
 REFERENCE = "genenv"
 
@@ -144,6 +148,27 @@ def band_share(run: Run, alpha: float, band_k: float) -> float | None:
     p_hats = [m.get("p_hat") for m in run.metrics[1:]]
     p_hats = [p for p in p_hats if isinstance(p, (int, float))]
     return sum(abs(p - alpha) <= band_k for p in p_hats) / len(p_hats) if p_hats else None
+
+
+def in_band_tasks(run: Run) -> float | None:
+    """Share of the tasks played in the epochs after the first whose p_hat lies inside the band (``in_band`` of
+    ``fresh_tasks``): the difficulty the alpha curriculum aims its tasks at."""
+    epochs = [m for m in run.metrics[1:] if isinstance(m.get("in_band"), int) and m.get("fresh_tasks")]
+    return sum(m["in_band"] for m in epochs) / sum(m["fresh_tasks"] for m in epochs) if epochs else None
+
+
+def in_band_by_curriculum(runs: list[Run], seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per curriculum: :func:`in_band_tasks` of each seed, their mean and its 95% bootstrap interval over seeds."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for curriculum in sorted({r.curriculum for r in runs}):
+        per_seed = {r.seed: in_band_tasks(r) for r in runs if r.curriculum == curriculum}
+        per_seed = {s: v for s, v in sorted(per_seed.items()) if v is not None}
+        if per_seed:
+            values = np.array(list(per_seed.values()))
+            low, high = bootstrap_interval(values, rng)
+            out[curriculum] = {"per_seed": per_seed, "share": float(values.mean()), "low": low, "high": high}
+    return out
 
 
 def _per_epoch(runs: list[Run], read: Any) -> dict[str, tuple[list[int], list[float]]]:
@@ -265,17 +290,25 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"[{s_low:+.3f}, {s_high:+.3f}] | {', '.join(f'{d:+.3f}' for d in diff['per_seed'])} |"
         )
     lines += ["", f"## p_hat against the band |p_hat - {alpha}| <= {band_k}", "",
-              "| run | p_hat per epoch | epochs after the first inside the band | generated tasks | simulator KL "
-              "(last) |",
-              "|---|---|---|---|---|"]  # fmt: skip
+              "| run | p_hat per epoch | epochs after the first inside the band | tasks in the band per epoch | "
+              "generated tasks | simulator KL (last) |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
     for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
         p_hats = ", ".join("-" if m.get("p_hat") is None else f"{m['p_hat']:.2f}" for m in run.metrics)
         share = band_share(run, alpha, band_k)
         kl = [(m.get("simulator") or {}).get("kl") for m in run.metrics]
         kl = [k for k in kl if isinstance(k, (int, float))]
+        in_band = ", ".join(f"{m.get('in_band', '-')}/{m.get('fresh_tasks', '-')}" for m in run.metrics)
         lines.append(
-            f"| {run.curriculum} s{run.seed} | {p_hats} | {'-' if share is None else f'{share:.0%}'} | "
+            f"| {run.curriculum} s{run.seed} | {p_hats} | {'-' if share is None else f'{share:.0%}'} | {in_band} | "
             f"{run.metrics[-1].get('generated_tasks', '-')} | {f'{kl[-1]:.4f}' if kl else '-'} |"
+        )
+    lines += ["", f"## Tasks inside the band, epochs after the first (mean over seeds [95% bootstrap interval over "
+              "seeds])", "", "| curriculum | seeds | share of tasks in the band | per seed |", "|---|---|---|---|"]
+    for curriculum, share in in_band_by_curriculum(runs).items():
+        lines.append(
+            f"| {curriculum} | {list(share['per_seed'])} | {share['share']:.3f} [{share['low']:.3f}, {share['high']:.3f}] "
+            f"| {', '.join(f'{v:.3f}' for v in share['per_seed'].values())} |"
         )
     return "\n".join(lines + budget(runs)) + "\n"
 

@@ -5,12 +5,20 @@ import json
 import numpy as np
 import pytest
 
-from genenv.experiment import band_share, difference, held_out_curves, load_experiment, plot_experiment, report
+from genenv.experiment import (
+    band_share,
+    difference,
+    held_out_curves,
+    in_band_by_curriculum,
+    load_experiment,
+    plot_experiment,
+    report,
+)
 
 
-def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, levels=None):
+def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, levels=None, in_band=2):
     record = {
-        "epoch": epoch, "curriculum": curriculum, "seed": seed, "p_hat": p_hat,
+        "epoch": epoch, "curriculum": curriculum, "seed": seed, "p_hat": p_hat, "in_band": in_band, "fresh_tasks": 4,
         "validation": {"score": float(np.mean(scores)), "task_scores": scores},
         "simulator": {} if kl is None else {"kl": kl, "examples": 4}, "generated_tasks": generated,
         "fresh_per_family": levels or {"chain_sum@0": 2, "chain_sum@1": 2},
@@ -35,11 +43,11 @@ def experiment(tmp_path):
     for seed in range(3):
         _write(tmp_path, "genenv", seed, [
             _record("genenv", seed, 0, [1.0, 1.0, 0.0, 0.0], p_hat=0.1, kl=0.01),
-            _record("genenv", seed, 1, [1.0, 1.0, 1.0, 0.0], p_hat=0.5, kl=0.02, generated=16),
+            _record("genenv", seed, 1, [1.0, 1.0, 1.0, 0.0], p_hat=0.5, kl=0.02, generated=16, in_band=seed + 1),
         ])  # fmt: skip
         random_records = [_record("random", seed, 0, [1.0, 0.0, 0.0, 0.0], p_hat=0.05)]
         if seed < 2:
-            random_records.append(_record("random", seed, 1, [1.0, 0.0, 0.0, 0.0], p_hat=0.95, generated=16))
+            random_records.append(_record("random", seed, 1, [1.0, 0.0, 0.0, 0.0], p_hat=0.95, generated=16, in_band=0))
         _write(tmp_path, "random", seed, random_records)
     return load_experiment(tmp_path.glob("*.jsonl"))
 
@@ -75,6 +83,14 @@ def test_band_share_counts_epochs_after_the_first(experiment):
     assert band_share(random, 0.5, 0.2) == 0.0
 
 
+def test_in_band_share_counts_tasks_after_the_first_epoch_per_seed(experiment):
+    shares = in_band_by_curriculum(experiment)
+    assert shares["genenv"]["per_seed"] == {0: 0.25, 1: 0.5, 2: 0.75}  # epoch 0's 2 of 4 are not counted
+    assert shares["genenv"]["share"] == pytest.approx(0.5)
+    assert 0.25 <= shares["genenv"]["low"] < 0.5 < shares["genenv"]["high"] <= 0.75
+    assert shares["random"]["per_seed"] == {0: 0.0, 1: 0.0}  # seed 2 has no epoch after the first
+
+
 def test_records_without_a_seed_are_refused(tmp_path):
     record = _record("genenv", 0, 0, [1.0])
     del record["seed"]
@@ -86,7 +102,8 @@ def test_records_without_a_seed_are_refused(tmp_path):
 def test_report_and_figures(experiment, tmp_path):
     text = report(experiment, alpha=0.5, band_k=0.2)
     assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
-    assert "| genenv s0 | 0.10, 0.50 | 100% | 16 | 0.0200 |" in text
+    assert "| genenv s0 | 0.10, 0.50 | 100% | 2/4, 1/4 | 16 | 0.0200 |" in text
+    assert "| random | [0, 1] | 0.000 [0.000, 0.000] | 0.000, 0.000 |" in text
     assert "| run | epochs | agent episodes | hours | agent h | validation h |" in text
     assert "| random s2 | 1 | 32 | 0.50 | 0.25 | 0.10 |" in text
     assert "| genenv s0 | 2 | 64 | 1.00 | 0.50 | 0.20 |" in text
