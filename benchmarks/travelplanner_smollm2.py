@@ -4,9 +4,11 @@
     python benchmarks/travelplanner_smollm2.py --results runs/evaluate/<run>/results.json --wall-time 1h02m
 
 Runs ``python -m genenv.evaluate +bench=travelplanner`` (reference information cut to the first
-``--reference-rows`` rows per section, greedy decoding) and writes the metrics,
-per-family scores, the failure reasons and a few example answers to
-``benchmarks/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead.
+``--reference-rows`` rows per section, greedy decoding) into ``runs/evaluate/travelplanner-<split>-<model>``, and
+writes the metrics, per-family scores, the failure reasons and a few example answers to
+``benchmarks/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead. Killed, the same
+command continues the evaluation from the queries it finished (``genenv.evaluate``'s journal); the wall time
+recorded is that of the last invocation, with the number of queries it played.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from genenv.evaluate import JOURNAL
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = {"smollm2": "embedded SmolLM2-135M-Instruct", "qwen05": "Qwen2.5-Coder-0.5B-Instruct"}
@@ -33,7 +36,8 @@ def summarise(results: dict, command: str, wall_time: str) -> dict:
         "command": command,
         "what": f"{MODELS.get(results['model'], results['model'])}, sole-planning (reference information in the "
         f"prompt, cut to {results['config']['bench']['options']['max_reference_rows']} rows per section), greedy, "
-        "one answer per query, on the 45 TravelPlanner train queries; official metrics of evaluation/eval.py",
+        f"one answer per query, on the {results['n_tasks']} TravelPlanner {results['split']} queries; official "
+        "metrics of evaluation/eval.py",
         "wall_time": wall_time,
         "benchmark": results["benchmark"],
         "split": results["split"],
@@ -57,8 +61,13 @@ def main() -> None:
     parser.add_argument("--reference-rows", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=768)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--split", default="train", help="train: the 45 queries with gold plans; validation: 180")
+    parser.add_argument(
+        "--output-dir", type=Path, help="evaluation folder (default runs/evaluate/travelplanner-SPLIT-MODEL)"
+    )
     args = parser.parse_args()
     overrides = [
+        f"split={args.split}",
         *([f"model={args.model}"] if args.model != "smollm2" else []),
         f"bench.options.max_reference_rows={args.reference_rows}",
         f"max_new_tokens={args.max_new_tokens}",
@@ -69,14 +78,17 @@ def main() -> None:
         results = json.loads(args.results.read_text())
         wall_time = args.wall_time
     else:
-        with tempfile.TemporaryDirectory() as out:
-            start = time.perf_counter()
-            cmd = [sys.executable, "-m", "genenv.evaluate", "+bench=travelplanner", *overrides, f"output_dir={out}"]
-            subprocess.run(cmd, check=True)
-            seconds = time.perf_counter() - start
-            peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-            results = json.loads((Path(out) / "results.json").read_text())
-        wall_time = f"{seconds / 60:.1f} min, peak RSS {peak_gb:.1f} GB"
+        out = args.output_dir or Path("runs/evaluate") / f"travelplanner-{args.split}-{args.model}"
+        journal = out / JOURNAL
+        earlier = len(journal.read_text().splitlines()) if journal.exists() else 0
+        start = time.perf_counter()
+        cmd = [sys.executable, "-m", "genenv.evaluate", "+bench=travelplanner", *overrides, f"output_dir={out}"]
+        subprocess.run(cmd, check=True)
+        seconds = time.perf_counter() - start
+        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        results = json.loads((out / "results.json").read_text())
+        played = results["n_tasks"] - earlier
+        wall_time = f"{seconds / 60:.1f} min for {played} queries ({earlier} played before), peak RSS {peak_gb:.1f} GB"
     summary = summarise(results, "GENENV_DATA_DIR=../shared/data " + command, wall_time)
     path = RESULTS / f"travelplanner_{results['model']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

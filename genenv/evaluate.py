@@ -6,14 +6,17 @@
 agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's.
 
 Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored) and
-``results.md`` (a table) into the Hydra run folder and prints where they are. Scores come from the
-adapter's ``reporting_adapter`` (API-Bank: the official text-to-call step, whatever the bench config says).
+``results.md`` (a table) into the Hydra run folder (or ``output_dir=DIR``) and prints where they are. Episodes are
+journalled there as they finish, so the same command with the same ``output_dir`` continues an interrupted run.
+Scores come from the adapter's ``reporting_adapter`` (API-Bank: the official text-to-call step, whatever the bench
+config says).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -48,7 +51,7 @@ def evaluate(
     prompt of a batch costs a model as much as real tokens)."""
     played: dict[int, Episode] = {}
     envs = [ToolEnv(adapter, tasks=tasks, max_turns=max_turns) for _ in range(min(batch_size, len(tasks)))]
-    order = sorted(range(len(tasks)), key=lambda i: len(tasks[i].prompt) + len(json.dumps(adapter.tools(tasks[i]))))
+    order = length_order(adapter, tasks)
     bar = tqdm(total=len(tasks), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
     for start in range(0, len(tasks), batch_size):
         chunk = order[start : start + batch_size]
@@ -58,22 +61,96 @@ def evaluate(
     bar.close()
     episodes = [played[i] for i in range(len(tasks))]
     scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
-    metrics = adapter.aggregate(tasks, scores)
+    return summarise(adapter, tasks, scores), episodes
+
+
+def length_order(adapter: BenchmarkAdapter, tasks: list[Task]) -> list[int]:
+    """Task indices by prompt length (tools included): the order :func:`evaluate` batches them in."""
+    return sorted(range(len(tasks)), key=lambda i: len(tasks[i].prompt) + len(json.dumps(adapter.tools(tasks[i]))))
+
+
+def summarise(adapter: BenchmarkAdapter, tasks: list[Task], scores: list[Score]) -> dict[str, Any]:
+    """The adapter's official metrics over ``scores`` (in task order) and the mean score per family."""
     per_family: dict[str, list[float]] = defaultdict(list)
-    for task, score in zip(tasks, scores):
+    for task, score in zip(tasks, scores, strict=True):
         per_family[adapter.family(task)].append(score.value)
-    summary = {
-        "metrics": metrics,
+    return {
+        "metrics": adapter.aggregate(tasks, scores),
         "per_family": {family: {"n": len(v), "score": sum(v) / len(v)} for family, v in sorted(per_family.items())},
     }
-    return summary, episodes
+
+
+def evaluate_with_journal(
+    adapter: BenchmarkAdapter,
+    agent: Agent,
+    tasks: list[Task],
+    journal: str | os.PathLike[str],
+    *,
+    batch_size: int = 8,
+    max_turns: int = 4,
+    seed: int = 0,
+    progress: bool = True,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`evaluate`, with every batch's :func:`episode_summary` records appended to ``journal`` (JSON lines) as
+    the batch ends. Tasks the journal already holds (an interrupted evaluation of the same tasks) are not played
+    again; batches and seeds are those of an uninterrupted :func:`evaluate`. Returns the summary and every task's
+    record, in task order."""
+    path = Path(journal)
+    ids = [task.task_id for task in tasks]
+    if len(set(ids)) != len(ids):
+        raise ValueError("tasks with the same task_id cannot be told apart in a journal")
+    done = {record["task_id"]: record for record in _read_journal(path)}
+    if unknown := sorted(done.keys() - set(ids)):
+        raise ValueError(
+            f"{path} holds episodes of {len(unknown)} tasks not evaluated now (e.g. {unknown[0]!r}): it belongs to "
+            "another evaluation (split, stride, limit); give this one another output folder"
+        )
+    if done:
+        logger.info("%s: continuing, %d of %d tasks already played", path, len(done), len(tasks))
+    order = length_order(adapter, tasks)
+    bar = tqdm(total=len(tasks), initial=len(done), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
+    with path.open("a", encoding="utf-8") as file:
+        for start in range(0, len(tasks), batch_size):
+            todo = [tasks[i] for i in order[start : start + batch_size] if tasks[i].task_id not in done]
+            if not todo:
+                continue
+            _, episodes = evaluate(
+                adapter, agent, todo, batch_size=batch_size, max_turns=max_turns, seed=seed + start, progress=False
+            )
+            records = [episode_summary(adapter, episode) for episode in episodes]
+            file.write("".join(json.dumps(record, default=str) + "\n" for record in records))
+            file.flush()
+            os.fsync(file.fileno())
+            done.update((record["task_id"], record) for record in records)
+            bar.update(len(todo))
+    bar.close()
+    records = [done[task_id] for task_id in ids]
+    scores = [Score(record["score"], record["breakdown"]) for record in records]
+    return summarise(adapter, tasks, scores), records
+
+
+def _read_journal(path: Path) -> list[dict[str, Any]]:
+    """A journal's records; a last line torn by a kill (no newline) is cut off the file, so its task is played
+    again."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    if len(complete) < len(data):
+        logger.warning(
+            "%s: dropping a torn last line (%d bytes) left by an interrupted write", path, len(data) - len(complete)
+        )
+        with path.open("r+b") as file:
+            file.truncate(len(complete))
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def episode_summary(adapter: BenchmarkAdapter, episode: Episode) -> dict[str, Any]:
-    """A JSON-ready summary of one episode for ``results.json`` (actions, errors, score breakdown)."""
+    """A JSON-ready summary of one episode for ``results.json`` (actions, errors, score and its breakdown)."""
     return {
         "task_id": episode.task.task_id,
         "family": adapter.family(episode.task),
+        "score": float(episode.info.get("score", episode.reward)),
         "reward": episode.reward,
         "truncated": episode.truncated,
         "breakdown": episode.info.get("score_breakdown", {}),
@@ -90,9 +167,25 @@ def markdown_table(title: str, metrics: dict[str, float], per_family: dict[str, 
     return "\n".join(lines) + "\n"
 
 
+JOURNAL = "episodes.jsonl"
+CONFIG_FILE = "evaluation_config.json"
+
+
 @hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+def run(cfg: DictConfig) -> Path:
+    """Evaluate as ``cfg`` says; write ``results.json`` and ``results.md`` into ``cfg.output_dir`` and return it.
+
+    Episodes are journalled in ``episodes.jsonl`` there as they finish: run again with the same ``output_dir`` and
+    an interrupted evaluation continues (an evaluation with other settings is refused there)."""
     bench = require_bench(cfg)
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "output_dir"}
+    _claim(out, settings)
     from genenv.agents.models import load_policy
 
     # reported numbers are scored officially, even where the bench config reads text leniently for training
@@ -109,11 +202,10 @@ def main(cfg: DictConfig) -> None:
         few_shot=cfg.model.get("few_shot", "generic"),
         engine=build_engine(engine, policy, compute_type=cfg.engine_compute_type),
     )
-    summary, episodes = evaluate(
-        adapter, agent, tasks, batch_size=cfg.batch_size, max_turns=cfg.max_turns or bench.max_turns, seed=cfg.seed
+    max_turns = cfg.max_turns or bench.max_turns
+    summary, records = evaluate_with_journal(
+        adapter, agent, tasks, out / JOURNAL, batch_size=cfg.batch_size, max_turns=max_turns, seed=cfg.seed
     )
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     result = {
         "benchmark": bench.name,
         "split": split,
@@ -123,13 +215,30 @@ def main(cfg: DictConfig) -> None:
         "scoring": adapter.scoring_mode(),
         **summary,
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "episodes": [episode_summary(adapter, episode) for episode in episodes],
+        "episodes": records,
     }
     (out / "results.json").write_text(json.dumps(result, indent=1, default=str))
     title = f"{bench.name} {split}, model {cfg.model.name}, {len(tasks)} tasks"
     (out / "results.md").write_text(markdown_table(title, summary["metrics"], summary["per_family"]))
     print(markdown_table(title, summary["metrics"], summary["per_family"]))
     print(f"results written to {out / 'results.json'} and {out / 'results.md'}")
+    return out
+
+
+def _claim(out: Path, settings: dict[str, Any]) -> None:
+    """Record the evaluation's settings in ``out``, or check them against those of the evaluation it continues."""
+    path = out / CONFIG_FILE
+    if path.exists():
+        earlier = json.loads(path.read_text())
+        if changed := sorted(k for k in earlier.keys() | settings.keys() if earlier.get(k) != settings.get(k)):
+            raise ValueError(
+                f"{out} holds an evaluation with other settings ({', '.join(changed)} differ); continue it with "
+                f"the same settings (see {path}) or give this one another output_dir"
+            )
+    elif (out / JOURNAL).exists():
+        raise FileExistsError(f"{out / JOURNAL} exists without {CONFIG_FILE}: give this evaluation another output_dir")
+    else:
+        path.write_text(json.dumps(settings, indent=1, default=str))
 
 
 if __name__ == "__main__":
