@@ -8,7 +8,9 @@ Single-turn categories: ``--per-category`` entries spread evenly over each categ
 Multi-turn categories: ``--multi-turn`` entries each, up to ``--multi-turn-max-turns`` agent messages
 per episode (ToolEnv answers each plain-text answer with the user's next turn, ``adapter.next_user_message``).
 Writes ``benchmarks/results/bfcl_smollm2.json``: accuracy and error types per category, the leaderboard
-group scores over the subset, and timings.
+group scores over the subset, and timings. Episodes are journalled per category in ``--journal-dir`` (default
+``runs/evaluate/bfcl-<model>``): killed, the same command continues from the entries it finished (a category's
+``seconds`` then count the last invocation only).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from genenv.benchmarks.base import Score, Task
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
 from genenv.config import model_few_shot
-from genenv.evaluate import evaluate
+from genenv.evaluate import claim_output_dir, evaluate_with_journal
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"
 ALL_CATEGORIES = ",".join(AST_NON_LIVE + AST_LIVE + RELEVANCE + MULTI_TURN)
@@ -49,7 +51,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--categories", default=ALL_CATEGORIES)
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--journal-dir", type=Path, help="episode journals (default runs/evaluate/bfcl-MODEL)")
     args = parser.parse_args()
+    journals = args.journal_dir or Path("runs/evaluate") / f"bfcl-{args.model}"
+    journals.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("output", "journal_dir", "categories")}
+    claim_output_dir(journals, settings)
 
     adapter = BFCLAdapter()
     start = time.perf_counter()
@@ -65,8 +72,16 @@ def main() -> None:
             continue
         began = time.perf_counter()
         max_turns = args.multi_turn_max_turns if multi else 1
-        _, episodes = evaluate(adapter, agent, tasks, batch_size=args.batch_size, max_turns=max_turns, progress=False)
-        scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
+        _, records = evaluate_with_journal(
+            adapter,
+            agent,
+            tasks,
+            journals / f"{category}.jsonl",
+            batch_size=args.batch_size,
+            max_turns=max_turns,
+            progress=False,
+        )
+        scores = [Score(r["score"], r["breakdown"]) for r in records]
         all_tasks += tasks
         all_scores += scores
         categories[category] = {
@@ -75,7 +90,7 @@ def main() -> None:
             "accuracy": sum(s.value for s in scores) / len(scores),
             "error_types": dict(Counter(s.breakdown.get("error_type") or "correct" for s in scores)),
             "seconds": time.perf_counter() - began,
-            "first_actions": [e.trajectory.turns[0].action[:160] if e.trajectory.turns else "" for e in episodes[:3]],
+            "first_actions": [r["actions"][0][:160] if r["actions"] else "" for r in records[:3]],
         }
         print(
             f"{category:26} {categories[category]['accuracy']:.3f} ({len(tasks)} tasks, "

@@ -185,7 +185,7 @@ def run(cfg: DictConfig) -> Path:
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "output_dir"}
-    _claim(out, settings)
+    claim_output_dir(out, settings)
     from genenv.agents.models import load_policy
 
     # reported numbers are scored officially, even where the bench config reads text leniently for training
@@ -225,8 +225,9 @@ def run(cfg: DictConfig) -> Path:
     return out
 
 
-def _claim(out: Path, settings: dict[str, Any]) -> None:
-    """Record the evaluation's settings in ``out``, or check them against those of the evaluation it continues."""
+def claim_output_dir(out: Path, settings: dict[str, Any]) -> None:
+    """Record an evaluation's settings in ``out``, or check them against those of the evaluation it continues there
+    (``ValueError`` naming the settings that differ)."""
     path = out / CONFIG_FILE
     if path.exists():
         earlier = json.loads(path.read_text())
