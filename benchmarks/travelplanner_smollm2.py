@@ -80,7 +80,7 @@ def main() -> None:
     else:
         out = args.output_dir or Path("runs/evaluate") / f"travelplanner-{args.split}-{args.model}"
         journal = out / JOURNAL
-        earlier = len(journal.read_text().splitlines()) if journal.exists() else 0
+        earlier = journal.read_bytes().count(b"\n") if journal.exists() else 0  # complete records only
         start = time.perf_counter()
         cmd = [sys.executable, "-m", "genenv.evaluate", "+bench=travelplanner", *overrides, f"output_dir={out}"]
         subprocess.run(cmd, check=True)

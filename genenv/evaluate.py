@@ -31,6 +31,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.envs.tool_env import ToolEnv
+from genenv.pools import RESERVED_KEYS, JsonlPool
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ def evaluate_with_journal(
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """:func:`evaluate`, with every batch's :func:`episode_summary` records appended to ``journal`` (JSON lines) as
+    """:func:`evaluate`, with every batch's :func:`episode_summary` records appended to ``journal`` (a
+    :class:`~genenv.pools.JsonlPool` file: a batch is stored whole or not at all, a torn write is quarantined) as
     the batch ends. Tasks the journal already holds (an interrupted evaluation of the same tasks) are not played
     again; batches and seeds are those of an uninterrupted :func:`evaluate`. Returns the summary and every task's
     record, in task order."""
@@ -99,7 +101,10 @@ def evaluate_with_journal(
     ids = [task.task_id for task in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("tasks with the same task_id cannot be told apart in a journal")
-    done = {record["task_id"]: record for record in _read_journal(path)}
+    pool = JsonlPool(path.parent, path.name.removesuffix(".jsonl"))
+    if pending := pool.uncommitted():  # a batch appended whole, killed before its commit: keep it
+        pool.commit(pending[-1]["epoch"])
+    done = {r["task_id"]: {k: v for k, v in r.items() if k not in RESERVED_KEYS} for r in pool.records()}
     if unknown := sorted(done.keys() - set(ids)):
         raise ValueError(
             f"{path} holds episodes of {len(unknown)} tasks not evaluated now (e.g. {unknown[0]!r}): it belongs to "
@@ -109,40 +114,24 @@ def evaluate_with_journal(
         logger.info("%s: continuing, %d of %d tasks already played", path, len(done), len(tasks))
     order = length_order(adapter, tasks)
     bar = tqdm(total=len(tasks), initial=len(done), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
-    with path.open("a", encoding="utf-8") as file:
-        for start in range(0, len(tasks), batch_size):
-            todo = [tasks[i] for i in order[start : start + batch_size] if tasks[i].task_id not in done]
-            if not todo:
-                continue
-            _, episodes = evaluate(
-                adapter, agent, todo, batch_size=batch_size, max_turns=max_turns, seed=seed + start, progress=False
-            )
-            records = [episode_summary(adapter, episode) for episode in episodes]
-            file.write("".join(json.dumps(record, default=str) + "\n" for record in records))
-            file.flush()
-            os.fsync(file.fileno())
-            done.update((record["task_id"], record) for record in records)
-            bar.update(len(todo))
+    batch = -1 if pool.committed_epoch is None else pool.committed_epoch
+    for start in range(0, len(tasks), batch_size):
+        todo = [tasks[i] for i in order[start : start + batch_size] if tasks[i].task_id not in done]
+        if not todo:
+            continue
+        _, episodes = evaluate(
+            adapter, agent, todo, batch_size=batch_size, max_turns=max_turns, seed=seed + start, progress=False
+        )
+        records = [episode_summary(adapter, episode) for episode in episodes]
+        batch += 1
+        pool.append(json.loads(json.dumps(records, default=str)), batch)  # durable, whole or not at all
+        pool.commit(batch)
+        done.update((record["task_id"], record) for record in records)
+        bar.update(len(todo))
     bar.close()
     records = [done[task_id] for task_id in ids]
     scores = [Score(record["score"], record["breakdown"]) for record in records]
     return summarise(adapter, tasks, scores), records
-
-
-def _read_journal(path: Path) -> list[dict[str, Any]]:
-    """A journal's records; a last line torn by a kill (no newline) is cut off the file, so its task is played
-    again."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    complete = data[: data.rfind(b"\n") + 1]
-    if len(complete) < len(data):
-        logger.warning(
-            "%s: dropping a torn last line (%d bytes) left by an interrupted write", path, len(data) - len(complete)
-        )
-        with path.open("r+b") as file:
-            file.truncate(len(complete))
-    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def episode_summary(adapter: BenchmarkAdapter, episode: Episode) -> dict[str, Any]:
