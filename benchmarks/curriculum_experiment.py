@@ -105,12 +105,33 @@ def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> 
             f"run_dir={run_dir}", f"resume={resume}"]  # fmt: skip
 
 
+def ignored_by_git(path: Path) -> bool:
+    """Whether git would leave ``path`` out of a commit (False outside a git work tree)."""
+    where = next(folder for folder in path.absolute().parents if folder.is_dir())
+    check = subprocess.run(["git", "check-ignore", "-q", str(path.absolute())], cwd=where, capture_output=True)
+    return check.returncode == 0
+
+
+def copy_metrics(testbed: str, runs_root: Path, results_root: Path) -> None:
+    """Copy every run's ``metrics.jsonl`` to ``<results>/<testbed>/runs/<run>.jsonl``.
+
+    Raises when git ignores the copies: they are the experiment's record (a finished run's archive is deleted), and
+    an ignore rule once kept a finished run's metrics out of every commit without a word.
+    """
+    out = results_root / testbed / "runs"
+    out.mkdir(parents=True, exist_ok=True)
+    for metrics in sorted((runs_root / testbed).glob("*/metrics.jsonl")):
+        copy = out / f"{metrics.parent.name}.jsonl"
+        if ignored_by_git(copy):
+            raise SystemExit(f"git ignores {copy} (see `git check-ignore -v`): fix the ignore rule, or the run's "
+                             "metrics are never committed")  # fmt: skip
+        shutil.copyfile(metrics, copy)
+
+
 def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> Path:
     """Copy every run's metrics into the results folder, then write ``report.md`` and the figures."""
     out = results_root / testbed
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    for metrics in sorted((runs_root / testbed).glob("*/metrics.jsonl")):
-        shutil.copyfile(metrics, out / "runs" / f"{metrics.parent.name}.jsonl")
+    copy_metrics(testbed, runs_root, results_root)
     _, alpha, band_k = TESTBEDS[testbed]
     runs = load_experiment((out / "runs").glob("*.jsonl"))
     header = [
@@ -132,8 +153,9 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
 
 
 def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None:
-    """Pack every unfinished run as of its last complete epoch; delete the archives of finished runs."""
+    """Pack every unfinished run as of its last complete epoch; a finished run keeps only its metrics copy."""
     out = results_root / testbed / STATE
+    copy_metrics(testbed, runs_root, results_root)  # raises before any archive is deleted if git ignores them
     for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir()):
         archive = out / f"{run_dir.name}.tar.xz"
         if finished(run_dir, epochs):

@@ -1,10 +1,12 @@
 """The experiment driver end to end with the tiny model: runs, skips what finished, rebuilds the report."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO, data_dir
 
 TINY = [
@@ -54,3 +56,35 @@ def test_saved_runs_continue_on_a_new_machine(tmp_path):
     assert [json.loads(line)["epoch"] for line in metrics] == [0, 1]
     _driver(tmp_path, "save", "--set", *two)
     assert not archive.exists()  # finished: its archive is dropped
+
+
+def _load_driver():
+    spec = importlib.util.spec_from_file_location("curriculum_experiment", REPO / "benchmarks/curriculum_experiment.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_repository_commits_the_experiments_metrics_copies():
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    copy = REPO / "benchmarks/results/curriculum_experiment/reasoning_gym/runs/genenv-s0.jsonl"
+    assert not _load_driver().ignored_by_git(copy)
+
+
+def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_archive(tmp_path):
+    driver = _load_driver()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("runs/\n")  # unanchored: also matches results/<testbed>/runs/
+    run_dir = tmp_path / "work" / "reasoning_gym" / "genenv-s0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n")
+    archive = tmp_path / "results" / "reasoning_gym" / driver.STATE / "genenv-s0.tar.xz"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"the run")
+    with pytest.raises(SystemExit, match="git ignores"):
+        driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
+    assert archive.exists()
+    (tmp_path / ".gitignore").write_text("/runs\n")
+    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
+    assert not archive.exists() and (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").exists()
