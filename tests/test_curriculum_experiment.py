@@ -8,6 +8,10 @@ import sys
 
 import pytest
 from conftest import REPO, data_dir
+from hydra import compose, initialize_config_dir
+
+from genenv.config import CONFIG_DIR
+from genenv.train import genenv_config
 
 TINY = [
     "model=tiny", "coevolution.epochs=1", "coevolution.tasks_per_epoch=1", "coevolution.simulator_batch_size=2",
@@ -88,3 +92,14 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
     (tmp_path / ".gitignore").write_text("/runs\n")
     driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
     assert not archive.exists() and (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").exists()
+
+
+@pytest.mark.parametrize("testbed", ["reasoning_gym", "apibank", "apibank_learning"])
+def test_every_testbed_composes_into_a_training_config(testbed):
+    driver = _load_driver()
+    overrides, alpha, band_k = driver.TESTBEDS[testbed]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, "curriculum=genenv", "run_dir=/tmp/unused"])
+    config = genenv_config(cfg)
+    assert (config.alpha, config.band_k) == (alpha, band_k)
+    assert config.epochs == driver.epochs_of(overrides) and config.agent.num_generations >= 4
