@@ -9,7 +9,7 @@ from toy_benchmark import ToyAdapter
 from genenv.agents.agent import Agent
 from genenv.agents.generation import SamplingConfig
 from genenv.config import CONFIG_DIR
-from genenv.evaluate import CONFIG_FILE, JOURNAL, evaluate, evaluate_with_journal, run
+from genenv.evaluate import CONFIG_FILE, JOURNAL, claim_output_dir, evaluate, evaluate_with_journal, run
 
 
 class CountingAgent(Agent):
@@ -75,3 +75,11 @@ def test_the_command_continues_in_its_output_dir_and_refuses_other_settings(tmp_
     with pytest.raises(ValueError, match="limit differ"):
         run(_config(out, "limit=4"))
     assert (out / JOURNAL).read_text() == journal and json.loads((out / CONFIG_FILE).read_text())["limit"] == 3
+
+
+@pytest.mark.parametrize("journal", [JOURNAL, "simple_python.jsonl"])
+def test_journals_of_unknown_settings_are_not_adopted(tmp_path, journal):
+    (tmp_path / journal).write_text("{}\n")
+    with pytest.raises(FileExistsError, match=journal):
+        claim_output_dir(tmp_path, {"limit": 3})
+    assert not (tmp_path / CONFIG_FILE).exists()
