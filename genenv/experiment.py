@@ -157,8 +157,16 @@ def in_band_tasks(run: Run) -> float | None:
     return sum(m["in_band"] for m in epochs) / sum(m["fresh_tasks"] for m in epochs) if epochs else None
 
 
+def unanimous_tasks(run: Run) -> tuple[float, float] | None:
+    """Shares of the tasks played in the epochs after the first that none, and all, of their G attempts solved
+    (``p_hat_per_task`` 0 and 1): groups without reward variance, from which GRPO learns nothing."""
+    p_hats = [p for m in run.metrics[1:] for p in m.get("p_hat_per_task") or []]
+    return (sum(p == 0 for p in p_hats) / len(p_hats), sum(p == 1 for p in p_hats) / len(p_hats)) if p_hats else None
+
+
 def in_band_by_curriculum(runs: list[Run], seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Per curriculum: :func:`in_band_tasks` of each seed, their mean and its 95% bootstrap interval over seeds."""
+    """Per curriculum: :func:`in_band_tasks` of each seed, their mean and its 95% bootstrap interval over seeds, and
+    the mean shares of :func:`unanimous_tasks` (``none``, ``all``; ``None`` without per-task records)."""
     rng = np.random.default_rng(seed)
     out = {}
     for curriculum in sorted({r.curriculum for r in runs}):
@@ -167,7 +175,10 @@ def in_band_by_curriculum(runs: list[Run], seed: int = 0) -> dict[str, dict[str,
         if per_seed:
             values = np.array(list(per_seed.values()))
             low, high = bootstrap_interval(values, rng)
-            out[curriculum] = {"per_seed": per_seed, "share": float(values.mean()), "low": low, "high": high}
+            unanimous = [u for r in runs if r.curriculum == curriculum and (u := unanimous_tasks(r)) is not None]
+            none, every = np.mean(unanimous, axis=0) if unanimous else (None, None)
+            out[curriculum] = {"per_seed": per_seed, "share": float(values.mean()), "low": low, "high": high,
+                               "none": none, "all": every}  # fmt: skip
     return out
 
 
@@ -303,12 +314,15 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"| {run.curriculum} s{run.seed} | {p_hats} | {'-' if share is None else f'{share:.0%}'} | {in_band} | "
             f"{run.metrics[-1].get('generated_tasks', '-')} | {f'{kl[-1]:.4f}' if kl else '-'} |"
         )
-    lines += ["", f"## Tasks inside the band, epochs after the first (mean over seeds [95% bootstrap interval over "
-              "seeds])", "", "| curriculum | seeds | share of tasks in the band | per seed |", "|---|---|---|---|"]
+    lines += ["", "## Tasks inside the band, epochs after the first (mean over seeds [95% bootstrap interval over "
+              "seeds])", "", "| curriculum | seeds | share of tasks in the band | per seed | solved by none of G | "
+              "solved by all of G |", "|---|---|---|---|---|---|"]  # fmt: skip
     for curriculum, share in in_band_by_curriculum(runs).items():
+        none, every = ("-" if share[k] is None else f"{share[k]:.3f}" for k in ("none", "all"))
+        interval = f"[{share['low']:.3f}, {share['high']:.3f}]"
         lines.append(
-            f"| {curriculum} | {list(share['per_seed'])} | {share['share']:.3f} [{share['low']:.3f}, {share['high']:.3f}] "
-            f"| {', '.join(f'{v:.3f}' for v in share['per_seed'].values())} |"
+            f"| {curriculum} | {list(share['per_seed'])} | {share['share']:.3f} {interval} "
+            f"| {', '.join(f'{v:.3f}' for v in share['per_seed'].values())} | {none} | {every} |"
         )
     return "\n".join(lines + budget(runs)) + "\n"
 

@@ -21,7 +21,7 @@ def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, le
         "epoch": epoch, "curriculum": curriculum, "seed": seed, "p_hat": p_hat, "in_band": in_band, "fresh_tasks": 4,
         "validation": {"score": float(np.mean(scores)), "task_scores": scores},
         "simulator": {} if kl is None else {"kl": kl, "examples": 4}, "generated_tasks": generated,
-        "fresh_per_family": levels or {"chain_sum@0": 2, "chain_sum@1": 2},
+        "fresh_per_family": levels or {"chain_sum@0": 2, "chain_sum@1": 2}, "p_hat_per_task": [0.0, 0.5, 1.0, 1.0],
         "agent": {"episodes": 32}, "seconds": 1800.0, "stage_seconds": {"agent": 900.0, "validation": 360.0},
     }  # fmt: skip
     if epoch == 0:
@@ -89,6 +89,8 @@ def test_in_band_share_counts_tasks_after_the_first_epoch_per_seed(experiment):
     assert shares["genenv"]["share"] == pytest.approx(0.5)
     assert 0.25 <= shares["genenv"]["low"] < 0.5 < shares["genenv"]["high"] <= 0.75
     assert shares["random"]["per_seed"] == {0: 0.0, 1: 0.0}  # seed 2 has no epoch after the first
+    assert (shares["genenv"]["none"], shares["genenv"]["all"]) == (0.25, 0.5)  # p_hat_per_task 0, 0.5, 1, 1
+    assert "| 0.250 | 0.500 |" in report(experiment, 0.5, 0.4)
 
 
 def test_records_without_a_seed_are_refused(tmp_path):
