@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from genenv.coevolution import latest_checkpoint, read_metrics
+from genenv.coevolution import read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
 from genenv.run_archive import holds_run, pack_run, unpack_run
 
@@ -124,7 +124,7 @@ def finished(run_dir: Path, epochs: int) -> bool:
 
 def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> list[str]:
     seeds = [f"{key}.seed={seed}" for key in ("coevolution", "agent", "warm_start", "rwr")]
-    resume = "true" if latest_checkpoint(run_dir) is not None else "false"
+    resume = "true" if holds_run(run_dir) else "false"
     return [sys.executable, "-m", "genenv.train", *overrides, f"curriculum={curriculum}", *seeds,
             f"run_dir={run_dir}", f"resume={resume}"]  # fmt: skip
 

@@ -69,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
+#: the agent after the warm start (and the held-out scores around it), so that a run killed in epoch 0 keeps them
+WARM_START = "warm-start"
 METRICS_FILE = "metrics.jsonl"
 POOLS = "pools"
 #: static/offline: the pool's simulator batches as they are written (pools/pool_draft.jsonl), so a run killed while
@@ -253,14 +255,18 @@ class CoEvolutionTrainer:
             self.validation_tasks = self._validation_tasks()
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
         self.start_epoch = 0
-        if checkpoint_folders(self.run_dir):
+        self._warm_started: tuple[dict[str, Any], float] | None = None
+        warm_start = self.run_dir / CHECKPOINTS / WARM_START
+        if checkpoint_folders(self.run_dir) or (warm_start / "state.json").exists():
             if not resume:
-                raise FileExistsError(
-                    f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir"
-                )
+                raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
+        if checkpoint_folders(self.run_dir):
             self.start_epoch = self._restore()
-        elif self.is_main:
+            return
+        if self.is_main:
             self._start_over(resume)
+        if (warm_start / "state.json").exists():
+            self._warm_started = self._restore_warm_start(warm_start)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> list[dict[str, Any]]:
@@ -284,9 +290,13 @@ class CoEvolutionTrainer:
         start = time.perf_counter()
         stages: dict[str, float] = {}
         before: dict[str, Any] = {}
-        if epoch == 0:
+        if epoch == 0 and self._warm_started is not None:  # resumed after the warm start of a killed epoch 0
+            before, stages["warm_start"] = self._warm_started
+        elif epoch == 0:
             with _timed(stages, "warm_start"):
                 before = self._warm_start()
+            state = {"metrics": before, "seconds": stages["warm_start"], "rng": self.rng.bit_generator.state}
+            self._save_checkpoint(WARM_START, state, simulator=False)
         fresh, proposals, replay = [], [], []
         if self.is_main:
             with _timed(stages, "tasks"):
@@ -480,6 +490,21 @@ class CoEvolutionTrainer:
         picks = self.rng.choice(len(unique), min(self.config.replay_tasks, len(unique)), replace=False)
         return [Task.from_dict(unique[int(i)]) for i in picks]
 
+    def _restore_warm_start(self, folder: Path) -> tuple[dict[str, Any], float]:
+        """The agent as the warm start of a killed epoch 0 left it; returns that stage's metrics and seconds."""
+        try:
+            state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+            self.agent_trainer.load(folder / "agent")
+            torch.set_rng_state(torch.load(folder / "torch_rng.pt", weights_only=True))
+        except Exception as error:  # noqa: BLE001 - any damaged file
+            raise RuntimeError(
+                f"resume: the warm-start checkpoint {folder} cannot be loaded ({type(error).__name__}: {error}); "
+                "delete that folder to redo the warm start"
+            ) from error
+        self.rng.bit_generator.state = state["rng"]
+        logger.info("resumed from %s: epoch 0 continues after the warm start", folder)
+        return state["metrics"], float(state["seconds"])
+
     def _start_over(self, resume: bool) -> None:
         """Epoch 0 from scratch; the records of an earlier run killed before its first checkpoint are set aside."""
         if committed := [pool.path for pool in (self.traces, self.tasks) if pool.committed_epoch is not None]:
@@ -539,9 +564,7 @@ class CoEvolutionTrainer:
         conversations: list[dict[str, Any]] = []
         if self.is_main:
             records = [
-                r
-                for r in self.traces.training_set(epoch)
-                if r["source"] in ("base", "expert") and r["messages"]
+                r for r in self.traces.training_set(epoch) if r["source"] in ("base", "expert") and r["messages"]
             ]
             rng = np.random.default_rng([self.config.warm_start.seed, epoch, draw])
             picks = rng.permutation(len(records))[: len(records) if k is None else k]
@@ -628,20 +651,7 @@ class CoEvolutionTrainer:
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:
-        """Write checkpoint ``epoch`` atomically (temp folder, rename), then point ``latest`` at it."""
-        root = self.run_dir / CHECKPOINTS
-        final = root / f"epoch-{epoch:04d}"
-        tmp = root / f".epoch-{epoch:04d}.tmp"
-        if self.is_main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        self.processes.wait_for_everyone()
-        self.agent_trainer.save(tmp / "agent")  # on every process: sharded weights are gathered
-        self.processes.wait_for_everyone()
-        if not self.is_main:
-            return
-        if self.simulator_trainer is not None:
-            self.simulator_trainer.save(tmp / "simulator")
+        """Write checkpoint ``epoch`` atomically, then point ``latest`` at it."""
         state = {
             "epoch": epoch,
             "stats": self.stats.to_dict(),
@@ -649,12 +659,32 @@ class CoEvolutionTrainer:
             "config": self.config.to_dict(),
             "metrics": metrics,
         }
+        name = f"epoch-{epoch:04d}"
+        self._save_checkpoint(name, state)
+        if self.is_main:
+            _write_atomic(self.run_dir / CHECKPOINTS / LATEST, name)
+
+    def _save_checkpoint(self, name: str, state: dict[str, Any], simulator: bool = True) -> None:
+        """Write checkpoint folder ``name`` atomically (temp folder, rename): the agent (saved by every process:
+        sharded weights are gathered), the simulator, ``state.json`` and the torch RNG."""
+        root = self.run_dir / CHECKPOINTS
+        final = root / name
+        tmp = root / f".{name}.tmp"
+        if self.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        self.processes.wait_for_everyone()
+        self.agent_trainer.save(tmp / "agent")
+        self.processes.wait_for_everyone()
+        if not self.is_main:
+            return
+        if simulator and self.simulator_trainer is not None:
+            self.simulator_trainer.save(tmp / "simulator")
         (tmp / "state.json").write_text(json.dumps(state, default=str), encoding="utf-8")
         torch.save(torch.get_rng_state(), tmp / "torch_rng.pt")
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        _write_atomic(root / LATEST, final.name)
 
     def _restore(self) -> int:
         """Load the newest loadable checkpoint and reconcile the pools; returns the next epoch.
@@ -664,8 +694,9 @@ class CoEvolutionTrainer:
         error names every damaged file."""
         committed = -1
         if self.is_main:
-            committed = max((p.committed_epoch for p in (self.traces, self.tasks) if p.committed_epoch is not None),
-                            default=-1)
+            committed = max(
+                (p.committed_epoch for p in (self.traces, self.tasks) if p.committed_epoch is not None), default=-1
+            )
         skipped: list[str] = []
         chosen: Path | None = None
         for checkpoint in checkpoint_folders(self.run_dir):
@@ -713,8 +744,9 @@ class CoEvolutionTrainer:
             if "metrics" in state:
                 self._log_metrics(state["metrics"])
             else:
-                logger.warning("resume: checkpoint %s predates saved metrics; epoch %d has no metrics line",
-                               chosen, epoch)
+                logger.warning(
+                    "resume: checkpoint %s predates saved metrics; epoch %d has no metrics line", chosen, epoch
+                )
         logger.info("resumed from %s; continuing at epoch %d", chosen, epoch + 1)
         return epoch + 1
 

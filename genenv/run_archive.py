@@ -16,7 +16,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from genenv.coevolution import CHECKPOINTS, LATEST, METRICS_FILE, POOL_DRAFT, POOLS
+from genenv.coevolution import CHECKPOINTS, LATEST, METRICS_FILE, POOL_DRAFT, POOLS, WARM_START
 
 #: the training pools (cut at the epoch packed) and the static/offline draft (taken whole)
 EPOCH_POOLS = ("traces", "tasks")
@@ -26,7 +26,7 @@ LEFT_OUT = frozenset({"tokenizer.json", "tokenizer_config.json", "chat_template.
 
 def pack_run(run_dir: str | os.PathLike[str], archive: str | os.PathLike[str]) -> int | None:
     """Write ``archive`` (``.tar.xz``) holding ``run_dir`` as of its last complete epoch; returns that epoch (``None``:
-    no epoch complete yet, the archive then holds only the config and a pool draft).
+    no epoch complete yet, the archive then holds only the config, a pool draft and the warm-start checkpoint).
 
     Raises ``FileNotFoundError`` when the pools have committed an epoch whose checkpoint is missing."""
     run_dir, archive = Path(run_dir), Path(archive)
@@ -39,14 +39,16 @@ def pack_run(run_dir: str | os.PathLike[str], archive: str | os.PathLike[str]) -
         files[f".hydra/{path.name}"] = path.read_bytes()
     if (pools / f"{POOL_DRAFT}.jsonl").exists():
         files.update(_pool_files(pools, POOL_DRAFT, whole=True))
+    warm_start = run_dir / CHECKPOINTS / WARM_START
+    if epoch is None and (warm_start / "state.json").exists():
+        files.update(_checkpoint_files(run_dir, warm_start))
     if epoch is not None:
         checkpoint = run_dir / CHECKPOINTS / f"epoch-{epoch:04d}"
         if not (checkpoint / "state.json").exists():
             raise FileNotFoundError(f"{run_dir}: the pools have committed epoch {epoch} but {checkpoint} is missing")
         for name, meta in metas.items():
             files.update(_pool_files(pools, name, whole=meta.get("epoch") != epoch))
-        for path in sorted(p for p in checkpoint.rglob("*") if p.is_file() and p.name not in LEFT_OUT):
-            files[path.relative_to(run_dir).as_posix()] = path.read_bytes()
+        files.update(_checkpoint_files(run_dir, checkpoint))
         files[f"{CHECKPOINTS}/{LATEST}"] = checkpoint.name.encode()
         files[METRICS_FILE] = b"".join(
             line for line in _complete_lines(run_dir / METRICS_FILE) if json.loads(line)["epoch"] <= epoch
@@ -79,6 +81,14 @@ def unpack_run(archive: str | os.PathLike[str], run_dir: str | os.PathLike[str])
 
 def _meta(path: Path) -> dict:
     return json.loads(path.read_bytes()) if path.exists() else {}
+
+
+def _checkpoint_files(run_dir: Path, checkpoint: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(run_dir).as_posix(): path.read_bytes()
+        for path in sorted(checkpoint.rglob("*"))
+        if path.is_file() and path.name not in LEFT_OUT
+    }
 
 
 def _pool_files(pools: Path, name: str, *, whole: bool) -> dict[str, bytes]:

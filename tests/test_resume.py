@@ -19,8 +19,10 @@ from test_apibank_env import CALCULATOR_TASK
 from test_train import tiny_config
 
 import genenv.coevolution as coevolution
-from genenv.coevolution import CoEvolutionTrainer, checkpoint_folders, latest_checkpoint, read_metrics
+from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
+from genenv.coevolution import WARM_START, CoEvolutionTrainer, checkpoint_folders, latest_checkpoint, read_metrics
 from genenv.pools import TaskPool, TracePool
+from genenv.run_archive import pack_run, unpack_run
 from genenv.run_lock import LOCK_FILE, RunDirLockedError, RunLock
 
 
@@ -255,7 +257,10 @@ def test_a_read_only_run_folder_says_so(target):
             f"RunLock(make_run_dir({str(base / target)!r})).acquire()"
         )
         result = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=_obey_permission_bits,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            preexec_fn=_obey_permission_bits,
             cwd=REPO,
         )
         assert result.returncode != 0
@@ -276,3 +281,40 @@ def _obey_permission_bits() -> None:
     for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
         if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _warm_config(run_dir):
+    warm = WarmStartConfig(max_examples=3, max_length=8192, per_device_train_batch_size=3)
+    return tiny_config(run_dir, epochs=1, replay_tasks=2, warm_start=warm)
+
+
+def test_a_run_killed_after_its_warm_start_resumes_from_it(tmp_path, monkeypatch):
+    """The held-out scores before and after the warm start and the warm-started agent survive a kill in epoch 0;
+    the resumed epoch (on another machine: packed and unpacked) equals an uninterrupted one. A damaged warm-start
+    checkpoint fails naming the folder."""
+    whole = CoEvolutionTrainer(_warm_config(tmp_path / "whole")).train()[0]
+    killed = tmp_path / "killed"
+    with monkeypatch.context() as patch:
+        patch.setattr(CoEvolutionTrainer, "_epoch_tasks", _raise)
+        with pytest.raises(Killed):
+            CoEvolutionTrainer(_warm_config(killed)).train()
+    saved = killed / "checkpoints" / WARM_START
+    assert (saved / "state.json").exists() and not checkpoint_folders(killed)
+    with pytest.raises(FileExistsError, match="resume=true"):
+        CoEvolutionTrainer(_warm_config(killed))
+    damaged = _copy(killed, tmp_path / "damaged")
+    (damaged / "checkpoints" / WARM_START / "torch_rng.pt").write_bytes(b"torn")
+    with pytest.raises(RuntimeError, match="warm-start checkpoint .* delete that folder"):
+        CoEvolutionTrainer(_warm_config(damaged), resume=True)
+    assert pack_run(killed, tmp_path / "run.tar.xz") is None  # no epoch complete: config, pools and the warm start
+    unpack_run(tmp_path / "run.tar.xz", tmp_path / "elsewhere")
+    with monkeypatch.context() as patch:
+        patch.setattr(WarmStartTrainer, "train", _raise)  # the warm start is not done again
+        (resumed,) = CoEvolutionTrainer(_warm_config(tmp_path / "elsewhere"), resume=True).train()
+    for key in ("validation_start", "validation_warm_start", "validation", "p_hat_per_task"):
+        assert resumed[key] == whole[key], key
+    assert {k: v for k, v in resumed["warm_start"].items() if k != "seconds"} == {
+        k: v for k, v in whole["warm_start"].items() if k != "seconds"
+    }
+    assert resumed["agent"]["reward"] == whole["agent"]["reward"] and resumed["agent"]["loss"] == whole["agent"]["loss"]
+    assert resumed["stage_seconds"]["warm_start"] == json.loads((saved / "state.json").read_text())["seconds"]
