@@ -186,7 +186,7 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None
             archive.unlink(missing_ok=True)
             continue
         epoch = pack_run(run_dir, archive)
-        at = "no epoch complete (config and pool draft)" if epoch is None else f"epoch {epoch}"
+        at = "no epoch complete (config; pool draft and warm start if any)" if epoch is None else f"epoch {epoch}"
         print(f"{run_dir.name}: {at} -> {archive} ({archive.stat().st_size / 2**20:.1f} MiB)", flush=True)
 
 

@@ -306,7 +306,7 @@ def test_a_run_killed_after_its_warm_start_resumes_from_it(tmp_path, monkeypatch
     (damaged / "checkpoints" / WARM_START / "torch_rng.pt").write_bytes(b"torn")
     with pytest.raises(RuntimeError, match="warm-start checkpoint .* delete that folder"):
         CoEvolutionTrainer(_warm_config(damaged), resume=True)
-    assert pack_run(killed, tmp_path / "run.tar.xz") is None  # no epoch complete: config, pools and the warm start
+    assert pack_run(killed, tmp_path / "run.tar.xz") is None  # no epoch complete: config and the warm start
     unpack_run(tmp_path / "run.tar.xz", tmp_path / "elsewhere")
     with monkeypatch.context() as patch:
         patch.setattr(WarmStartTrainer, "train", _raise)  # the warm start is not done again
