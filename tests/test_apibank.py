@@ -537,3 +537,22 @@ def test_aggregate_reports_the_papers_figures():
     assert metrics["api_samples"] == 3 and metrics["response_samples"] == 1
     assert metrics["api_call_accuracy"] == 2 / 3 and metrics["errors/NO_API_CALL"] == 1
     assert metrics["response_rouge_l"] == 1.0
+
+
+def test_generated_tasks_must_give_the_values_of_their_gold_call(adapter):
+    """Simulator outputs seen in a Qwen run: the API's description as the request, values the request never gives."""
+
+    def check(api, request, arguments):
+        return adapter.validate_task(
+            adapter.parse_task({"api": api, "request": request, "gold_call": {"name": api, "arguments": arguments}})
+        )
+
+    ok, reason = check("PlayMusic", "This API triggers a music player to play a music file", {"music_name": "a.mp3"})
+    assert not ok and "does not give music_name" in reason
+    assert check("PlayMusic", "Please play A.mp3 for me", {"music_name": "a.mp3"})[0]  # case aside
+    johns = adapter.data.init_db["Account"]["JohnDoe"]
+    alarm = {"token": johns["token"], "time": "2023-03-16 07:00:00"}
+    ok, reason = check("DeleteAlarm", "Delete my alarm at 7 a.m. on March 16th", alarm)
+    assert not ok and "token" in reason
+    # dates in words pass; the token through the account's username and password (GetUserToken)
+    assert check("DeleteAlarm", "I'm JohnDoe, password pass123: delete my alarm at 7 a.m. on March 16th", alarm)[0]

@@ -53,7 +53,9 @@ def test_generated_task_is_validated_and_played(scoring, action):
 
 
 def test_generated_task_with_failing_gold_call_is_rejected():
-    bad = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "2+x"}})
+    bad = dict(
+        CALCULATOR_TASK, request="What is 2+x?", gold_call={"name": "Calculator", "arguments": {"formula": "2+x"}}
+    )
     simulator = ScriptedSimulator([json.dumps(bad)], "Calculator")
     env = gym.make("GenEnv-APIBank-v0", simulator=simulator, simulator_attempts=2, split="level-1-api")
     _, info = env.reset(seed=0)

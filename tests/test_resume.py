@@ -102,7 +102,7 @@ class _PoolWriter(ScriptedSimulator):
 
 
 def test_an_offline_pool_killed_while_written_continues_from_its_batches(tmp_path, monkeypatch):
-    replies = [json.dumps(CALCULATOR_TASK), json.dumps(dict(CALCULATOR_TASK, request="What is 2+2?"))]
+    replies = [json.dumps(CALCULATOR_TASK), json.dumps(dict(CALCULATOR_TASK, request="Please compute (12+8)*3."))]
     config = tiny_config(tmp_path / "killed", epochs=1, curriculum="offline", tasks_per_epoch=2)  # 7 tasks wanted
     killed = CoEvolutionTrainer(config)
     killed.simulator = _PoolWriter(replies, "Calculator", die_at=2)

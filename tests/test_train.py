@@ -165,7 +165,9 @@ def test_ablations_never_update_the_simulator(tmp_path, curriculum):
     pool = {"static": 2, "offline": None}.get(curriculum)
     trainer = CoEvolutionTrainer(tiny_config(tmp_path, curriculum=curriculum, tasks_per_epoch=1, static_pool_size=pool))
     assert trainer.simulator_trainer is None
-    other = dict(CALCULATOR_TASK, gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}})
+    other = dict(
+        CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
+    )
     trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(other)], "Calculator")
     history = trainer.train()
     assert all(m["simulator"] == {} for m in history)

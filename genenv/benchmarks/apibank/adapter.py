@@ -818,6 +818,8 @@ class APIBankAdapter(BenchmarkAdapter):
             return False, "task has no gold call"
         if call.get("name") not in self.data.lv12_specs or call.get("name") == "ToolSearcher":
             return False, f"unknown API {call.get('name')!r}"
+        if missing := ungrounded_arguments(task.prompt, call.get("arguments") or {}, self.data.init_db["Account"]):
+            return False, f"the request does not give {', '.join(missing)}: no agent could write the gold call"
         state = self.start(task)
         step = self.execute(state, ToolCall(name=call["name"], arguments=call.get("arguments") or {}))
         if step.error is not None and step.error != "execution_error":
@@ -831,6 +833,43 @@ class APIBankAdapter(BenchmarkAdapter):
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+_DATE_OR_TIME = re.compile(r"^(?=\d)(\d{4}-\d{2}-\d{2})?[ T]?(\d{2}:\d{2}(:\d{2})?)?$")
+
+
+def ungrounded_arguments(request: str, arguments: Mapping[str, Any], accounts: Mapping[str, Any]) -> list[str]:
+    """Names of the gold arguments whose values a generated request does not give, so that no agent could write the
+    gold call: a value must appear in the request (case and spacing aside); a ``token`` may instead be given by its
+    account's username and password (the agent gets it from GetUserToken). Dates and times are left out: requests
+    say them in words ("March 16th at 7 a.m.") as API-Bank's own dialogues do."""
+
+    def norm(text: str) -> str:
+        return " ".join(text.lower().split())
+
+    said = norm(request)
+
+    def given(value: Any) -> bool:
+        if isinstance(value, bool) or value is None:
+            return True
+        if isinstance(value, (int, float)):
+            return any(form in said for form in {str(value), f"{value:g}", f"{value:,}"})
+        if isinstance(value, str):
+            return not value.strip() or bool(_DATE_OR_TIME.match(value.strip())) or norm(value) in said
+        if isinstance(value, Mapping):
+            return all(given(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return all(given(v) for v in value)
+        return True
+
+    missing = []
+    for name, value in arguments.items():
+        if name == "token":
+            owners = [user for user, account in accounts.items() if account.get("token") == value]
+            if not given(value) and not any(given(o) and given(accounts[o].get("password", "")) for o in owners):
+                missing.append("token (nor its account's username and password)")
+        elif not given(value):
+            missing.append(name)
+    return missing
 
 
 def _check_described_call(schemas: dict[str, dict[str, Any]], name: Any, arguments: Any) -> dict[str, Any]:
