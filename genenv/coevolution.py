@@ -257,16 +257,16 @@ class CoEvolutionTrainer:
         self.start_epoch = 0
         self._warm_started: tuple[dict[str, Any], float] | None = None
         warm_start = self.run_dir / CHECKPOINTS / WARM_START
-        if checkpoint_folders(self.run_dir) or (warm_start / "state.json").exists():
-            if not resume:
-                raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
-        if checkpoint_folders(self.run_dir):
+        epochs_saved, warm_started = bool(checkpoint_folders(self.run_dir)), (warm_start / "state.json").exists()
+        if (epochs_saved or warm_started) and not resume:
+            raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
+        if epochs_saved:
             self.start_epoch = self._restore()
             return
+        if warm_started:  # before the pools are touched: a damaged checkpoint stops the run with nothing moved
+            self._warm_started = self._restore_warm_start(warm_start)
         if self.is_main:
             self._start_over(resume)
-        if (warm_start / "state.json").exists():
-            self._warm_started = self._restore_warm_start(warm_start)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> list[dict[str, Any]]:

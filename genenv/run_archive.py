@@ -42,7 +42,7 @@ def pack_run(run_dir: str | os.PathLike[str], archive: str | os.PathLike[str]) -
     warm_start = run_dir / CHECKPOINTS / WARM_START
     if epoch is None and (warm_start / "state.json").exists():
         files.update(_checkpoint_files(run_dir, warm_start))
-    if epoch is not None:
+    elif epoch is not None:
         checkpoint = run_dir / CHECKPOINTS / f"epoch-{epoch:04d}"
         if not (checkpoint / "state.json").exists():
             raise FileNotFoundError(f"{run_dir}: the pools have committed epoch {epoch} but {checkpoint} is missing")
