@@ -25,7 +25,7 @@ torch.cuda.get_device_name(0), 'bf16', torch.cuda.is_bf16_supported()); print('t
 if [[ $STAGES == *tests* ]]; then
 echo "== tests on CUDA"
 SECONDS=0
-timeout 180 $PY -m pytest -q -m "not slow" -p no:cacheprovider tests/test_grpo.py tests/test_warm_start.py tests/test_rwr.py \
+timeout ${TESTS_TIMEOUT:-180} $PY -m pytest -q -m "not slow" -p no:cacheprovider tests/test_grpo.py tests/test_warm_start.py tests/test_rwr.py \
   tests/test_hf_engine.py tests/test_agent_simulator.py tests/test_rollout.py tests/test_train.py tests/test_resume.py \
   2>&1 | tee "$OUT/tests.txt" | tail -25
 echo "tests: ${SECONDS}s" | tee -a "$OUT/tests.txt"
@@ -34,7 +34,7 @@ fi
 if [[ $STAGES == *tiny* ]]; then
 echo "== tiny model end to end on CUDA"
 SECONDS=0
-timeout 80 $PY -m genenv.train +bench=reasoning_gym model=tiny coevolution.epochs=2 run_dir="$OUT/tiny" \
+timeout ${TINY_TIMEOUT:-150} $PY -m genenv.train +bench=reasoning_gym model=tiny coevolution.epochs=2 run_dir="$OUT/tiny" \
   > "$OUT/tiny.log" 2>&1; echo "tiny: exit $? in ${SECONDS}s" | tee -a "$OUT/tiny.log"
 tail -5 "$OUT/tiny.log"
 fi
