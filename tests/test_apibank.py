@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from genenv.benchmarks.apibank import APIBankAdapter
+from genenv.benchmarks.apibank.adapter import ungrounded_arguments
 from genenv.benchmarks.apibank.apis_lv12 import calculate
 from genenv.benchmarks.base import DataNotFoundError, Task, ToolCall, Trajectory, Turn, get_benchmark
 from genenv.envs.parsing import parse_apibank_call
@@ -430,6 +431,19 @@ def test_missing_data_dir_names_files_and_setting(tmp_path):
 # -- generated tasks --------------------------------------------------------------------
 
 
+def test_the_simulator_is_shown_only_examples_that_would_pass_validation(adapter):
+    """Requests in API-Bank's training split often leave values to earlier turns; shown as worked examples, those
+    taught the simulator to write tasks no agent could solve. Only grounded ones are shown, gold call first, and the
+    prompt states the rule."""
+    accounts = adapter.data.init_db["Account"]
+    shown = adapter._training_examples()
+    assert 0 < len(shown) < len(adapter.data.training_api_samples)
+    assert all(not ungrounded_arguments(e["request"], e["gold_call"]["arguments"], accounts) for e in shown)
+    assert "must state every argument value" in adapter.generation_context("AddAgenda", random.Random(0))
+    schema = adapter.generation_schema("AddAgenda")
+    assert list(schema["properties"]) == ["api", "gold_call", "request"]
+
+
 def test_generated_task_roundtrip(adapter):
     families = adapter.families()
     assert "QueryStock" in families and "AddAgenda" in families
@@ -441,7 +455,7 @@ def test_generated_task_roundtrip(adapter):
     examples = adapter.generation_examples("QueryStock", 3, random.Random(2))
     assert len(examples) == 3
     for ex in examples:
-        assert set(ex) == {"api", "request", "gold_call"} and ex["gold_call"]["name"] == ex["api"]
+        assert list(ex) == ["api", "gold_call", "request"] and ex["gold_call"]["name"] == ex["api"]
         assert isinstance(ex["gold_call"]["arguments"], dict) and ex["request"]
     code = sorted(adapter.data.init_db["Stock"])[0]
     dates = sorted(adapter.data.init_db["Stock"][code])

@@ -162,7 +162,6 @@ class APIBankAdapter(BenchmarkAdapter):
         "type": "object",
         "properties": {
             "api": {"type": "string", "description": "name of the API the request needs"},
-            "request": {"type": "string", "description": "what the user says to the assistant"},
             "gold_call": {
                 "type": "object",
                 "properties": {
@@ -171,8 +170,12 @@ class APIBankAdapter(BenchmarkAdapter):
                 },
                 "required": ["name", "arguments"],
             },
+            "request": {
+                "type": "string",
+                "description": "what the user says to the assistant: it states every argument value of gold_call",
+            },
         },
-        "required": ["api", "request", "gold_call"],
+        "required": ["api", "gold_call", "request"],
     }
 
     def __init__(
@@ -696,8 +699,10 @@ class APIBankAdapter(BenchmarkAdapter):
         parts = [
             f"API: {family}",
             "Spec: " + json.dumps(shown, ensure_ascii=False),
-            "Today is 2023-03-31 (GetToday). Write a request whose gold call succeeds against the "
-            "records below; copy identifiers (usernames, passwords, tokens, ids, codes, dates) exactly.",
+            "Today is 2023-03-31 (GetToday). Write the gold call first, so that it succeeds against the records "
+            "below (copy identifiers: usernames, passwords, tokens, ids, codes, dates, exactly), then the user's "
+            "request. The agent sees only the request, so it must state every argument value of the gold call "
+            "(a token through its account's username and password).",
         ]
         db_name = spec.get("database_name")
         init_db = self.data.init_db
@@ -716,7 +721,10 @@ class APIBankAdapter(BenchmarkAdapter):
         return "\n".join(parts)
 
     def _training_examples(self) -> list[dict[str, Any]]:
+        """The training split's API calls as tasks in ``task_schema`` order, keeping only those whose request gives
+        every argument value (what :meth:`validate_task` asks of a generated task)."""
         if self._examples is None:
+            accounts = self.data.init_db["Account"]
             examples = []
             for item in self.data.training_api_samples:
                 parsed = parse_apibank_call(item.get("output", ""))
@@ -730,7 +738,9 @@ class APIBankAdapter(BenchmarkAdapter):
                 request = re.sub(r"\s*TIME:\s*", " (current time: ", request)
                 if "(current time:" in request:
                     request += ")"
-                examples.append({"api": name, "request": request, "gold_call": {"name": name, "arguments": args}})
+                if ungrounded_arguments(request, args, accounts):
+                    continue
+                examples.append({"api": name, "gold_call": {"name": name, "arguments": args}, "request": request})
             self._examples = examples
         return self._examples
 
@@ -746,15 +756,15 @@ class APIBankAdapter(BenchmarkAdapter):
             "type": "object",
             "properties": {
                 "api": {"type": "string", "enum": [family]},
-                "request": {"type": "string", "minLength": 8, "maxLength": 200},
                 "gold_call": {
                     "type": "object",
                     "properties": {"name": {"type": "string", "enum": [family]}, "arguments": parameters},
                     "required": ["name", "arguments"],
                     "additionalProperties": False,
                 },
+                "request": {"type": "string", "minLength": 8, "maxLength": 200},
             },
-            "required": ["api", "request", "gold_call"],
+            "required": ["api", "gold_call", "request"],
             "additionalProperties": False,
         }
 
