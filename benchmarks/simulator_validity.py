@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from genenv.agents.models import load_policy
 from genenv.agents.generation import SamplingConfig
+from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import CONFIG_DIR
 from genenv.envs.simulator import Simulator
