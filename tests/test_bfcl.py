@@ -1,7 +1,6 @@
 """BFCL v4: official AST verdicts on gold answers and perturbations, hallucination, multi-turn replay, env."""
 
 import json
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -14,6 +13,7 @@ import genenv  # noqa: F401  (registers the env ids)
 from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import DataNotFoundError, Score, ToolCall, Trajectory, Turn
 from genenv.benchmarks.bfcl import BFCLAdapter
+from genenv.benchmarks.bfcl import adapter as bfcl_adapter
 from genenv.benchmarks.bfcl.adapter import leaderboard_groups, user_turns
 from genenv.benchmarks.bfcl.candidates import (
     ast_candidates,
@@ -172,18 +172,15 @@ def test_literal_operations_are_computed_as_eval_does(argument, value):
         "x + 1",
     ],
 )
-def test_operations_beyond_the_bound_are_refused_quickly(argument):
-    started = time.perf_counter()
+def test_operations_beyond_the_bound_are_refused(argument):
+    # refused before anything is computed; what a refusal costs is measured in benchmarks/step_fuzz.py
     with pytest.raises(DecodeError):
         decode_ast(f"[f(a={argument})]")
-    assert time.perf_counter() - started < 0.1
 
 
 def test_math_power_with_a_huge_exponent_is_answered_at_once():
     backends = Backends(["MathAPI"], {}, False)
-    started = time.perf_counter()
-    result = backends.run(ExecCall("power", {"base": 10, "exponent": 10**9}))
-    assert time.perf_counter() - started < 1.0
+    result = backends.run(ExecCall("power", {"base": 10, "exponent": 10**9}))  # computed, it would take minutes
     assert result.startswith("Error during execution: Exceeds the limit")
     assert backends.run(ExecCall("power", {"base": 2, "exponent": 10})) == '{"result": 1024}'
     assert backends.run(ExecCall("power", {"base": 2.0, "exponent": 10**9})).startswith("Error during execution:")
@@ -239,14 +236,15 @@ def test_user_turns_split_at_plain_answers():
     assert user_turns(trajectory) == [["[cd(folder='a')]", "[ls()]", "Done."], ["Done."], ["[pwd()]", "Done."]]
 
 
-def test_refused_actions_cost_a_turn_and_nothing_else(adapter):
+def test_refused_actions_cost_a_turn_and_nothing_else(adapter, monkeypatch):
     (task,) = [t for t in adapter.load_tasks("simple_python") if t.task_id == "simple_python_0"]
     good = "[calculate_triangle_area(base=10, height=5, unit='units')]"
     huge = "[calculate_triangle_area(base=" + "1" * 10_000_000 + ")]"
     refused = [Turn(action=huge, error="action_too_long"), Turn(action="[f(", error="malformed_call")]
-    started = time.perf_counter()
+    decoded = []
+    monkeypatch.setattr(bfcl_adapter, "decode_ast", lambda text, *a: decoded.append(text) or decode_ast(text, *a))
     assert adapter.score(task, Trajectory(turns=[*refused, Turn(action=good)])).value == 1.0
-    assert time.perf_counter() - started < 1.0  # the refused 10 MB action is not re-parsed
+    assert decoded == [good]  # the refused 10 MB action is not parsed again
     irrelevance = adapter.load_tasks("irrelevance")[0]
     score = adapter.score(irrelevance, Trajectory(turns=refused))  # no accepted answer: no reward
     assert score.value == 0.0 and score.breakdown["error_type"] == "no_answer"

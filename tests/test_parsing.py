@@ -1,7 +1,6 @@
 import json
 import keyword
 import re
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -60,12 +59,10 @@ def test_leading_call_list_survives_trailing_text_python_can_read(tail):
     assert call.name == "GetUserToken" and call.arguments == {"username": "a", "password": "b"}
 
 
-def test_leading_call_found_among_many_closing_brackets_in_bounded_time():
-    text = "[f(a=1)]" + " then g(x)]" * 3000
-    started = time.perf_counter()
-    (call,) = parse_tool_calls(text)
+def test_leading_call_found_among_many_closing_brackets():
+    # its cost (once quadratic) is measured in benchmarks/step_fuzz.py, not asserted here
+    (call,) = parse_tool_calls("[f(a=1)]" + " then g(x)]" * 3000)
     assert (call.name, call.arguments) == ("f", {"a": 1})
-    assert time.perf_counter() - started < 1.0
 
 
 def test_plain_text_is_an_answer():
@@ -186,22 +183,23 @@ def test_apibank_extraction_equals_upstream_patterns(text):
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "expected"),
     [
-        "[f(" + "a" * 32000 + " b)]",  # the parameter pattern retried inside one long word: ~30 s before
-        "[" + " " * 32000,  # the JSON-call start pattern backtracking over spaces: ~2 s before
-        "{" + " " * 32000 + '"name"',
-        "[a(" * 10000,  # the call pattern scanning to the end of the line from every "[a(": ~2 s before
-        "[" + ", ".join("f(a=1)" for _ in range(4000)) + "]",  # a source segment per call: ~14 s before
+        # once quadratic (2-30 s); their cost is measured in benchmarks/step_fuzz.py, not asserted here
+        ("[f(" + "a" * 32000 + " b)]", [("f", {})]),  # API-Bank's regex reads no parameter in it
+        ("[" + " " * 32000, []),
+        ("{" + " " * 32000 + '"name"', []),
+        ("[a(" * 10000, "malformed_call"),
+        ("[" + ", ".join("f(a=1)" for _ in range(4000)) + "]", [("f", {"a": 1})] * 4000),
     ],
 )
-def test_hostile_actions_parse_in_linear_time(text):
-    started = time.perf_counter()
-    try:
-        parse_tool_calls(text)
-    except ToolCallParseError:
-        pass
-    assert time.perf_counter() - started < 2.0  # a complexity guard: quadratic cases took 2-30 s idle
+def test_hostile_actions_parse_to_calls_or_a_clean_error(text, expected):
+    if isinstance(expected, str):
+        with pytest.raises(ToolCallParseError) as error:
+            parse_tool_calls(text)
+        assert error.value.kind == expected
+    else:
+        assert [(c.name, c.arguments) for c in parse_tool_calls(text)] == expected
 
 
 def test_source_segments_count_utf8_columns():
