@@ -515,9 +515,10 @@ class CoEvolutionTrainer:
         moved = sum(len(pool.discard_uncommitted()) for pool in (self.traces, self.tasks))
         if moved or resume:
             logger.warning(
-                "%s has no checkpoint yet%s: starting at epoch 0",
+                "%s has no epoch checkpoint yet%s: epoch 0 starts %s",
                 self.run_dir,
                 f" ({moved} records of an unfinished epoch 0 moved to pools/*.uncommitted.jsonl)" if moved else "",
+                "after the restored warm start" if self._warm_started is not None else "from the beginning",
             )
         if self.config.base_split:
             self._add_base_data()

@@ -82,7 +82,7 @@ def test_killed_in_epoch_0_a_plain_restart_starts_over(tmp_path, monkeypatch, ca
             CoEvolutionTrainer(config).train()
     with caplog.at_level(logging.WARNING):
         CoEvolutionTrainer(config).train()
-    assert "no checkpoint yet" in caplog.text
+    assert "no epoch checkpoint yet" in caplog.text and "epoch 0 starts from the beginning" in caplog.text
     assert (tmp_path / "pools" / "traces.uncommitted.jsonl").exists()  # set aside, not deleted
     assert [m["epoch"] for m in read_metrics(tmp_path)] == [0]
 
@@ -288,7 +288,7 @@ def _warm_config(run_dir):
     return tiny_config(run_dir, epochs=1, replay_tasks=2, warm_start=warm)
 
 
-def test_a_run_killed_after_its_warm_start_resumes_from_it(tmp_path, monkeypatch):
+def test_a_run_killed_after_its_warm_start_resumes_from_it(tmp_path, monkeypatch, caplog):
     """The held-out scores before and after the warm start and the warm-started agent survive a kill in epoch 0;
     the resumed epoch (on another machine: packed and unpacked) equals an uninterrupted one. A damaged warm-start
     checkpoint fails naming the folder."""
@@ -308,9 +308,10 @@ def test_a_run_killed_after_its_warm_start_resumes_from_it(tmp_path, monkeypatch
         CoEvolutionTrainer(_warm_config(damaged), resume=True)
     assert pack_run(killed, tmp_path / "run.tar.xz") is None  # no epoch complete: config and the warm start
     unpack_run(tmp_path / "run.tar.xz", tmp_path / "elsewhere")
-    with monkeypatch.context() as patch:
+    with monkeypatch.context() as patch, caplog.at_level(logging.WARNING):
         patch.setattr(WarmStartTrainer, "train", _raise)  # the warm start is not done again
         (resumed,) = CoEvolutionTrainer(_warm_config(tmp_path / "elsewhere"), resume=True).train()
+    assert "epoch 0 starts after the restored warm start" in caplog.text
     for key in ("validation_start", "validation_warm_start", "validation", "p_hat_per_task"):
         assert resumed[key] == whole[key], key
     assert {k: v for k, v in resumed["warm_start"].items() if k != "seconds"} == {
