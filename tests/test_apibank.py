@@ -439,7 +439,11 @@ def test_the_simulator_is_shown_only_examples_that_would_pass_validation(adapter
     shown = adapter._training_examples()
     assert 0 < len(shown) < len(adapter.data.training_api_samples)
     assert all(not ungrounded_arguments(e["request"], e["gold_call"]["arguments"], accounts) for e in shown)
-    assert "must state every argument value" in adapter.generation_context("AddAgenda", random.Random(0))
+    context = adapter.generation_context("AddAgenda", random.Random(0))
+    assert "must state every argument value" in context
+    user = context.split("My username is ")[1].split(" ")[0]  # a shown account, with its own password
+    assert f"my password is {accounts[user]['password']}." in context
+    assert "My username is" not in adapter.generation_context("QueryStock", random.Random(0))  # no token there
     schema = adapter.generation_schema("AddAgenda")
     assert list(schema["properties"]) == ["api", "gold_call", "request"]
 

@@ -718,6 +718,13 @@ class APIBankAdapter(BenchmarkAdapter):
             users += _sample(rng, [u for u in sorted(accounts) if u not in users], 3 - len(users))
             shown_accounts = {u: accounts[u] for u in users}
             parts.append("Accounts (username -> password, token, email): " + json.dumps(shown_accounts))
+            if needs_token:
+                user = users[0]
+                parts.append(
+                    "The agent has no token: it gets one from GetUserToken, so the request gives the account's "
+                    f'username and password, e.g. "My username is {user} and my password is '
+                    f'{accounts[user]["password"]}."'
+                )
         return "\n".join(parts)
 
     def _training_examples(self) -> list[dict[str, Any]]:
