@@ -93,6 +93,9 @@ TESTBEDS: dict[str, tuple[list[str], float, float]] = {
             "agent.num_generations=4",
             "agent.learning_rate=1e-4",
             "agent.max_new_tokens=192",
+            # up to 32 proposals for 8 tasks: a quarter of the untrained simulator's proposals pass validation
+            # (benchmarks/results/simulator_validity/)
+            "coevolution.generation_rounds=4",
             # API-Bank prompts run to 1,500 tokens and Qwen's vocabulary is 151k: smaller micro-batches, the same
             # effective batch, so that the run fits beside one experiment run in 23 GB
             "agent.per_device_train_batch_size=2",
