@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -121,8 +122,13 @@ def epochs_of(overrides: list[str]) -> int:
     return int(values[-1])
 
 
-def finished(run_dir: Path, epochs: int) -> bool:
-    return any(int(m["epoch"]) == epochs - 1 for m in read_metrics(run_dir)) if run_dir.exists() else False
+def finished(run_dir: Path, epochs: int, copy: Path | None = None) -> bool:
+    """Whether the run's last epoch is recorded in its folder or in its committed metrics ``copy`` (on a new machine
+    a finished run has no folder: ``save`` drops its archive)."""
+    records = read_metrics(run_dir) if run_dir.exists() else []
+    if copy is not None and copy.exists():
+        records += [json.loads(line) for line in copy.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return any(int(m["epoch"]) == epochs - 1 for m in records)
 
 
 def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> list[str]:
@@ -208,8 +214,9 @@ def run(args: argparse.Namespace) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for curriculum, seed in itertools.product(args.curricula, args.seeds):
         restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
+    copies = args.results_root / args.testbed / "runs"
     pending = [(c, s) for s, c in itertools.product(args.seeds, args.curricula)
-               if not finished(root / run_name(c, s), epochs)]  # fmt: skip
+               if not finished(root / run_name(c, s), epochs, copies / f"{run_name(c, s)}.jsonl")]  # fmt: skip
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
     # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
     environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}

@@ -41,6 +41,8 @@ def test_driver_runs_skips_finished_runs_and_rebuilds_the_report(tmp_path):
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "results" / "reasoning_gym" / "report.md").read_text()
     assert "| offline | [3] |" in text and (tmp_path / "results" / "reasoning_gym" / "held_out.png").exists()
+    elsewhere = _driver(tmp_path, "run", "--curricula", "offline", "--seeds", "3", "--set", *TINY)
+    assert "0 runs to go" in elsewhere.stdout  # a new machine: finished by its committed copy, not run again
 
 
 def test_saved_runs_continue_on_a_new_machine(tmp_path):
