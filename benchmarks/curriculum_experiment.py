@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import shutil
 import subprocess
@@ -127,7 +126,7 @@ def finished(run_dir: Path, epochs: int, copy: Path | None = None) -> bool:
     a finished run has no folder: ``save`` drops its archive)."""
     records = read_metrics(run_dir) if run_dir.exists() else []
     if copy is not None and copy.exists():
-        records += [json.loads(line) for line in copy.read_text(encoding="utf-8").splitlines() if line.strip()]
+        records += [m for run in load_experiment([copy]) for m in run.metrics]
     return any(int(m["epoch"]) == epochs - 1 for m in records)
 
 

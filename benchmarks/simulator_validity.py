@@ -25,11 +25,9 @@ from pathlib import Path
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import CONFIG_DIR
-from genenv.envs.simulator import Simulator
 from genenv.train import genenv_config
 
 
@@ -53,14 +51,7 @@ def main() -> None:
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         config = genenv_config(compose("config", overrides=args.overrides))
     adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
-    simulator = Simulator(
-        load_policy(config.simulator_model, seed=config.seed + 1),
-        batch_size=config.simulator_batch_size,
-        sampling=SamplingConfig(config.simulator_max_new_tokens, config.simulator_temperature, 0.95),
-        alpha=config.alpha,
-        engine=config.simulator_engine,
-        engine_compute_type=config.simulator_engine_compute_type,
-    )
+    simulator = config.simulator(load_policy(config.simulator_model, seed=config.seed + 1))
     load_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rng = np.random.default_rng(args.seed)
     proposals, start = [], time.perf_counter()

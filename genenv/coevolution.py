@@ -190,6 +190,17 @@ class GenEnvConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def simulator(self, policy: Any) -> Simulator:
+        """The task writer these settings describe, on ``policy`` (the simulator's model)."""
+        return Simulator(
+            policy,
+            batch_size=self.simulator_batch_size,
+            sampling=SamplingConfig(self.simulator_max_new_tokens, self.simulator_temperature, 0.95),
+            alpha=self.alpha,
+            engine=self.simulator_engine,
+            engine_compute_type=self.simulator_engine_compute_type,
+        )
+
 
 class CoEvolutionTrainer:
     """Runs GenEnv epochs with checkpoints; ``resume=True`` continues from the last complete one."""
@@ -242,14 +253,7 @@ class CoEvolutionTrainer:
             self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
             if config.curriculum == "genenv":
                 self.simulator_trainer = RWRTrainer(self.simulator_policy, config.rwr)
-            self.simulator = Simulator(
-                self.simulator_policy,
-                batch_size=config.simulator_batch_size,
-                sampling=SamplingConfig(config.simulator_max_new_tokens, config.simulator_temperature, 0.95),
-                alpha=config.alpha,
-                engine=config.simulator_engine,
-                engine_compute_type=config.simulator_engine_compute_type,
-            )
+            self.simulator = config.simulator(self.simulator_policy)
             self.traces = TracePool(self.run_dir / POOLS)
             self.tasks = TaskPool(self.run_dir / POOLS)
             self.validation_tasks = self._validation_tasks()
