@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from genenv.agents.models import load_policy
-from genenv.benchmarks.base import get_benchmark
+from genenv.agents.models import Policy, load_policy
+from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
+from genenv.coevolution import GenEnvConfig
 from genenv.config import CONFIG_DIR
 from genenv.train import genenv_config
 
@@ -41,6 +42,14 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def compose_setup(overrides: list[str]) -> tuple[GenEnvConfig, BenchmarkAdapter, Policy]:
+    """The config ``python -m genenv.train OVERRIDES`` composes, its adapter and its (untrained) simulator policy."""
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        config = genenv_config(compose("config", overrides=overrides))
+    adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
+    return config, adapter, load_policy(config.simulator_model, seed=config.seed + 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, required=True)
@@ -48,10 +57,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
-    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        config = genenv_config(compose("config", overrides=args.overrides))
-    adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
-    simulator = config.simulator(load_policy(config.simulator_model, seed=config.seed + 1))
+    config, adapter, policy = compose_setup(args.overrides)
+    simulator = config.simulator(policy)
     load_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rng = np.random.default_rng(args.seed)
     proposals, start = [], time.perf_counter()

@@ -76,7 +76,7 @@ def test_registry_and_families(adapter):
         (spec(level=3), None, "level 3 of 'basic_arithmetic' is out of range: configured levels 0-2"),
         (spec(family="chain_sum", level=2), None, "out of range: configured levels 0-1"),
         (spec(level=-1), None, "out of range"),
-        (spec(level=2), "basic_arithmetic@0", "more than one step from the requested"),
+        (spec(level=2), "basic_arithmetic@0", "more than level_step=1 from the requested"),
         (spec(), "chain_sum@1", "not the requested family 'chain_sum'"),
         (spec(level="1"), None, "'level' must be an integer"),
         (spec(seed=1.5), None, "'seed' must be an integer"),
@@ -203,12 +203,26 @@ def test_generation_hooks(adapter):
     with pytest.raises(ValueError, match="unknown family key"):
         adapter.generation_schema("basic_arithmetic@7")
     context = adapter.generation_context("chain_sum@1", rng, success={"chain_sum@0": 0.75, "basic_arithmetic@1": 0.1})
-    assert "Requested level: 1; you may write level 0, 1." in context
+    assert "Current level: 1 (the instruction below is about it); you may write level 0, 1." in context
     assert "level 0 (num_terms=2, num_digits=1)" in context and "the agent solves 75%" in context
     assert "10%" not in context  # another family's success is not shown
     examples = adapter.generation_examples("chain_sum@0", 3, rng)
     assert len(examples) == 3 and all(e["family"] == "chain_sum" and e["level"] in (0, 1) for e in examples)
     assert all(adapter.validate_task(adapter.parse_task(e, "chain_sum@0"))[0] for e in examples)
+
+
+def test_level_step_sets_how_far_the_simulator_may_move():
+    free = ReasoningGymAdapter(families=["chain_sum@0-4"], test_per_level=1, validation_per_level=1, train_per_level=4,
+                               level_step=None)  # fmt: skip
+    assert free.generation_schema("chain_sum@0")["properties"]["level"]["enum"] == [0, 1, 2, 3, 4]
+    assert free.validate_task(free.parse_task(spec(family="chain_sum", level=4, seed=3), "chain_sum@0"))[0]
+    stay = ReasoningGymAdapter(families=["chain_sum@0-4"], test_per_level=1, validation_per_level=1, train_per_level=4,
+                               level_step=0)  # fmt: skip
+    assert stay.generation_schema("chain_sum@2")["properties"]["level"]["enum"] == [2]
+    with pytest.raises(ValueError, match="more than level_step=0"):
+        stay.parse_task(spec(family="chain_sum", level=3, seed=3), "chain_sum@2")
+    with pytest.raises(ValueError, match="level_step must be"):
+        ReasoningGymAdapter(families=["chain_sum@0"], level_step=-1)
 
 
 def test_answer_extraction():

@@ -23,8 +23,9 @@ held out: a train item or a generated task whose question equals one of them is 
 Generated tasks
 ---------------
 The simulator writes a spec ``{"family": name, "level": L, "seed": s}``. Asked for family key
-``name@L``, it may pick any configured level within one step of ``L`` (``generation_schema`` enumerates
-them), so "write a harder task" means a higher level; ``seed`` is any integer, mapped to the
+``name@L`` (the "current level" its difficulty instruction is about), it may pick any configured level within
+``level_step`` steps of ``L`` (``generation_schema`` enumerates them; ``level_step=None``: any configured level), so
+"write a harder task" means a higher level; ``seed`` is any integer, mapped to the
 reasoning-gym seed ``s mod 10**9`` (never a held-out seed). ``parse_task`` checks the spec against the
 family's curriculum and generates the item with the family's own generator, so the gold answer is
 reasoning-gym's; ``validate_task`` checks that ``score_answer`` gives that answer 1.0 and that the
@@ -203,6 +204,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         test_per_level: held-out test items per family and level.
         validation_per_level: held-out validation items per family and level.
         train_per_level: training (base data) items per family and level.
+        partial_credit: reward the official partial credit (see the module docstring; default: 1.0 only if solved).
+        level_step: how many levels from the requested key's level a generated task may be (None: any level).
     """
 
     name = BENCHMARK
@@ -226,11 +229,16 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         validation_per_level: int = 8,
         train_per_level: int = 64,
         partial_credit: bool = False,
+        level_step: int | None = 1,
     ) -> None:
         super().__init__(data_dir)
         self.partial_credit = partial_credit
+        if level_step is not None and (type(level_step) is not int or level_step < 0):
+            raise ValueError(f"level_step must be an integer >= 0 or None (any level), got {level_step!r}")
+        self.level_step = level_step
         self._options = {"families": families, "test_per_level": test_per_level,
-                         "validation_per_level": validation_per_level, "train_per_level": train_per_level}  # fmt: skip
+                         "validation_per_level": validation_per_level, "train_per_level": train_per_level,
+                         "level_step": level_step}  # fmt: skip
         self._reporting: ReasoningGymAdapter | None = None
         entries = [families] if isinstance(families, str) else list(families or DEFAULT_FAMILIES)
         if not entries:
@@ -402,7 +410,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         if name not in self.levels or not level.isdigit() or int(level) not in self.levels[name]:
             raise ValueError(f"unknown family key {family_key!r}; choose from {', '.join(self.families())}")
         requested = int(level)
-        return name, requested, [lv for lv in self.levels[name] if abs(lv - requested) <= 1]
+        step = self.level_step
+        return name, requested, [lv for lv in self.levels[name] if step is None or abs(lv - requested) <= step]
 
     def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         """The family, what each configured level means (settings, an example question) and, given
@@ -410,7 +419,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         name, requested, allowed = self._requested(family)
         lines = [
             f"reasoning-gym family: {name}. Configured levels: {self.levels[name][0]}-{self.levels[name][-1]} "
-            f"(higher is harder). Requested level: {requested}; you may write level "
+            f"(higher is harder). Current level: {requested} (the instruction below is about it); you may write level "
             + ", ".join(map(str, allowed))
             + ".",
             "Levels:",
@@ -484,7 +493,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             if requested != name:
                 raise ValueError(f"family {name!r} is not the requested family {requested!r}")
             if level not in allowed:
-                raise ValueError(f"level {level} is more than one step from the requested {family!r}")
+                step = self.level_step
+                raise ValueError(f"level {level} is more than level_step={step} from the requested {family!r}")
         try:
             return self._task(name, level, seed % HELD_OUT_SEED, "train", source="generated", spec_seed=seed)
         except Exception as error:  # noqa: BLE001 - reasoning-gym cannot generate this configuration

@@ -1,0 +1,134 @@
+"""Does the simulator's task choice respond to the agent's success it is shown? Same draws, different histories.
+
+    GENENV_DATA_DIR=../shared/data python benchmarks/simulator_conditioning.py --output FILE.json \\
+        [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT] [--batches 2] +bench=... [overrides]
+
+Builds the simulator ``python -m genenv.train OVERRIDES`` builds (untrained, or with ``--trained`` the RWR adapter of
+a run's checkpoint folder ``CHECKPOINT/simulator``) and asks it for ``--batches`` batches of proposals under each
+success history (arm):
+
+* ``none``: no history, as in epoch 0 and as the random, static and offline curricula always ask;
+* ``history``: the agent's success per family key saved in ``--history CHECKPOINT/state.json`` (a real run's);
+* a number ``r``: the agent solves a share ``r`` of every family key.
+
+Every arm starts from the same seed (``--seed``: the same family keys, worked examples and sampling noise), so the
+arms differ only in what the prompt says about the agent. Per arm it reports the valid share, how often the written
+family key is the requested one, the mean level written minus the level requested (for ``name@L`` keys), the level
+mix and, for the history arm, the share of written and of requested keys whose success lies in the band
+``|success - alpha| <= band_k``: a simulator that targets the agent writes more in-band keys than the uniform draw of
+requested keys holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from simulator_response import level, summarise  # benchmarks/ is on sys.path
+from simulator_validity import compose_setup, wilson
+
+from genenv.curriculum import FamilyStats, RWRTrainer
+
+
+def history_rates(checkpoint: Path) -> dict[str, float]:
+    """The agent's recent success per family key saved in a run's checkpoint folder."""
+    state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+    return FamilyStats.from_dict(state["stats"]).rates()
+
+
+def arm_success(arm: str, families: list[str], history: dict[str, float] | None) -> dict[str, float] | None:
+    if arm == "none":
+        return None
+    if arm == "history":
+        if history is None:
+            raise SystemExit("the arm 'history' needs --history CHECKPOINT")
+        return history
+    try:
+        rate = float(arm)
+    except ValueError:
+        raise SystemExit(f"unknown arm {arm!r}: none, history or a success rate in [0, 1]") from None
+    if not 0.0 <= rate <= 1.0:
+        raise SystemExit(f"arm {arm!r}: a success rate lies in [0, 1]")
+    return dict.fromkeys(families, rate)
+
+
+def in_band(keys: list[str], success: dict[str, float], alpha: float, band_k: float) -> float | None:
+    """The share of ``keys`` with a known success inside the band (None when none is known)."""
+    known = [success[k] for k in keys if k in success]
+    return sum(abs(rate - alpha) <= band_k for rate in known) / len(known) if known else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--arms", nargs="+", default=["none", "0", "1"])
+    parser.add_argument("--history", type=Path, help="a run's checkpoint folder whose success history 'history' shows")
+    parser.add_argument("--trained", type=Path, help="a run's checkpoint folder whose simulator adapter to load")
+    parser.add_argument("--batches", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args()
+    config, adapter, policy = compose_setup(args.overrides)
+    if args.trained is not None:
+        RWRTrainer(policy, config.rwr).load(args.trained / "simulator")
+    simulator = config.simulator(policy)
+    history = history_rates(args.history) if args.history else None
+    successes = {arm: arm_success(arm, adapter.families(), history) for arm in args.arms}
+    record: dict[str, Any] = {
+        "command": "python benchmarks/simulator_conditioning.py "
+        + " ".join(
+            [f"--arms {' '.join(args.arms)}", f"--batches {args.batches}", f"--seed {args.seed}"]
+            + [f"--{name} {getattr(args, name)}" for name in ("history", "trained") if getattr(args, name)]
+            + args.overrides
+        ),
+        "machine": f"{platform.machine()}, Python {platform.python_version()}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
+        "load_start": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "history": history,
+        "arms": {},
+    }
+    for arm, success in successes.items():
+        rng = np.random.default_rng(args.seed)
+        torch.manual_seed(args.seed)
+        start, proposals = time.perf_counter(), []
+        for _ in range(args.batches):
+            proposals.extend(simulator.propose(adapter, rng=rng, success=success))
+        seconds = time.perf_counter() - start
+        written = [(p.family, adapter.family(p.task), arm) for p in proposals if p.task is not None]
+        result = {
+            "seconds": seconds,
+            "proposals": len(proposals),
+            "valid": len(written),
+            "valid_share_ci95": wilson(len(written), len(proposals)),
+            **(summarise(written) if written else {}),
+            "levels_requested": dict(sorted(Counter(level(p.family) for p in proposals).items(), key=str)),
+            "levels_written": dict(sorted(Counter(level(w) for _, w, _ in written).items(), key=str)),
+            "outputs": [{"family": p.family, "raw": p.raw, "reject_reason": p.reject_reason} for p in proposals],
+        }
+        if history is not None:
+            result["in_band_requested"] = in_band([r for r, _, _ in written], history, config.alpha, config.band_k)
+            result["in_band_written"] = in_band([w for _, w, _ in written], history, config.alpha, config.band_k)
+        record["arms"][arm] = result
+        print(
+            f"{arm:>8}: {len(written)}/{len(proposals)} valid, at request {result.get('at_request', 0):.2f}, "
+            f"mean offset {result.get('mean_offset')}, levels {result['levels_written']}"
+            + (f", in band {result['in_band_requested']} -> {result['in_band_written']}" if history else "")
+            + f" ({seconds:.0f} s)",
+            flush=True,
+        )
+    record["load_end"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Does the simulator's choice follow the agent? Reads the simulator pools (D_env) of finished or running runs.
+
+    python benchmarks/simulator_response.py RUN_DIR [RUN_DIR ...] [--output FILE.md]
+
+Each record of ``RUN_DIR/pools/tasks.jsonl`` (and of a static or offline pool's ``pool_draft.jsonl``) holds the
+family key the simulator was asked for, the prompt it saw and the task it wrote. For every run this counts, per epoch
+and per instruction of the prompt ("write a harder / easier / similar task", or no history yet), how often the written
+task's family key (``adapter.family``) is the requested one and, for keys that end in a level (``name@L``, as
+reasoning-gym's do), the mean level written minus the level requested. A simulator that follows the agent writes
+higher levels when told "harder" than when told "easier"; one that copies the request writes offset 0 whatever it is
+told, and then the level mix is the trainer's uniform draw of keys, not a curriculum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from genenv.benchmarks.base import Task, get_benchmark
+
+INSTRUCTION = re.compile(r"Write an? (harder|easier|similar) task|has not seen tasks of this kind")
+POOL_FILES = ("tasks.jsonl", "pool_draft.jsonl")
+
+
+def instruction(messages: list[dict[str, Any]]) -> str:
+    """The difficulty instruction the simulator's prompt ended with: harder, easier, similar or none."""
+    found = INSTRUCTION.search(messages[-1]["content"])
+    if found is None:
+        raise ValueError("no difficulty instruction in the prompt's last message")
+    return found.group(1) or "none"
+
+
+def level(key: str) -> int | None:
+    """The level of a ``name@L`` family key, else None."""
+    _, at, tail = key.rpartition("@")
+    return int(tail) if at and tail.isdigit() else None
+
+
+def proposals(run_dir: Path) -> list[dict[str, Any]]:
+    """The simulator's valid proposals of a run, from its task pool (or, for a pool written up front, its draft)."""
+    for name in POOL_FILES:
+        path = run_dir / "pools" / name
+        if path.exists():
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            return [row for row in rows if row.get("task") and row.get("messages")]
+    raise FileNotFoundError(f"{run_dir} has none of pools/{' or pools/'.join(POOL_FILES)}")
+
+
+def summarise(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """n, the share written at the requested key and the level offsets of (requested, written, instruction) rows."""
+    offsets = [level(w) - level(r) for r, w, _ in rows if level(r) is not None and level(w) is not None]
+    return {
+        "n": len(rows),
+        "at_request": sum(r == w for r, w, _ in rows) / len(rows),
+        "mean_offset": sum(offsets) / len(offsets) if offsets else None,
+        "offsets": dict(sorted(Counter(offsets).items())),
+    }
+
+
+def response(run_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
+    """Per instruction and per epoch: how the written family key relates to the requested one."""
+    records = proposals(run_dir)
+    adapter = get_benchmark(records[0]["task"]["benchmark"], data_dir=data_dir)
+    rows = defaultdict(list)
+    for record in records:
+        written = adapter.family(Task(**record["task"]))
+        row = (record["family"], written, instruction(record["messages"]))
+        rows[("instruction", row[2])].append(row)
+        rows[("epoch", record["epoch"])].append(row)
+    return {f"{kind} {value}": summarise(group) for (kind, value), group in sorted(rows.items(), key=str)}
+
+
+def table(name: str, result: dict[str, Any]) -> str:
+    lines = [f"### {name}", "", "| proposals | n | at the requested key | mean level offset | level offsets |"]
+    lines.append("|---|---|---|---|---|")
+    for group, s in result.items():
+        offset = "" if s["mean_offset"] is None else f"{s['mean_offset']:+.3f}"
+        counts = ", ".join(f"{k:+d}: {v}" for k, v in s["offsets"].items())
+        lines.append(f"| {group} | {s['n']} | {s['at_request']:.3f} | {offset} | {counts} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dirs", nargs="+", type=Path)
+    parser.add_argument("--data-dir", default=None, help="the benchmark data folder (default: GENENV_DATA_DIR)")
+    parser.add_argument("--output", type=Path, help="write the tables as markdown here too")
+    args = parser.parse_args()
+    command = "python benchmarks/simulator_response.py " + " ".join(map(str, args.run_dirs))
+    tables = [table(run_dir.name, response(run_dir, args.data_dir)) for run_dir in args.run_dirs]
+    text = "\n".join([f"Written by `{command}`.\n", *tables])
+    print(text)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
