@@ -2,6 +2,7 @@
 
     GENENV_DATA_DIR=../shared/data python benchmarks/simulator_conditioning.py --output FILE.json \\
         [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT] [--batches 2] +bench=... [overrides]
+    python benchmarks/simulator_conditioning.py --pair FILE.json   # add the paired differences
 
 Builds the simulator ``python -m genenv.train OVERRIDES`` builds (untrained, or with ``--trained`` the RWR adapter of
 a run's checkpoint folder ``CHECKPOINT/simulator``) and asks it for ``--batches`` batches of proposals under each
@@ -16,12 +17,13 @@ arms differ only in what the prompt says about the agent. Per arm it reports the
 family key is the requested one, the mean level written minus the level requested (for ``name@L`` keys), the level
 mix and, for the history arm, the share of written and of requested keys whose success lies in the band
 ``|success - alpha| <= band_k``: a simulator that targets the agent writes more in-band keys than the uniform draw of
-requested keys holds.
+requested keys holds. ``paired_offsets``: each arm's level offsets minus the first arm's, draw by draw.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -37,6 +39,7 @@ from simulator_response import level, summarise  # benchmarks/ is on sys.path
 from simulator_validity import compose_setup, wilson
 
 from genenv.curriculum import FamilyStats, RWRTrainer
+from genenv.envs.simulator import extract_json_object
 
 
 def history_rates(checkpoint: Path) -> dict[str, float]:
@@ -67,16 +70,54 @@ def in_band(keys: list[str], success: dict[str, float], alpha: float, band_k: fl
     return sum(abs(rate - alpha) <= band_k for rate in known) / len(known) if known else None
 
 
+def written_offsets(outputs: list[dict[str, Any]]) -> list[int | None]:
+    """Per proposal, the level written minus the level requested (None: rejected, or keys without a level)."""
+    offsets: list[int | None] = []
+    for output in outputs:
+        requested = level(output["family"])
+        written = None if output["reject_reason"] else extract_json_object(output["raw"]).get("level")
+        offsets.append(None if requested is None or not isinstance(written, int) else written - requested)
+    return offsets
+
+
+def paired(arms: dict[str, dict[str, Any]], seed: int = 0) -> dict[str, dict[str, Any]]:
+    """For each pair of arms (a later one minus an earlier one): the mean paired difference of level offsets over the
+    draws valid in both, with a 95% bootstrap interval (the arms share their draws: draw i is the same request)."""
+    offsets = {name: written_offsets(arm["outputs"]) for name, arm in arms.items()}
+    result = {}
+    for first, second in itertools.combinations(offsets, 2):
+        pairs = zip(offsets[first], offsets[second])
+        diffs = np.array([b - a for a, b in pairs if a is not None and b is not None])
+        if not len(diffs):
+            continue
+        means = np.random.default_rng(seed).choice(diffs, size=(10_000, len(diffs))).mean(axis=1)
+        result[f"{second} - {first}"] = {
+            "n": len(diffs),
+            "mean": float(diffs.mean()),
+            "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
+        }
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--output", type=Path)
     parser.add_argument("--arms", nargs="+", default=["none", "0", "1"])
     parser.add_argument("--history", type=Path, help="a run's checkpoint folder whose success history 'history' shows")
     parser.add_argument("--trained", type=Path, help="a run's checkpoint folder whose simulator adapter to load")
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pair", type=Path, help="only add the paired differences to this existing output file")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
+    if args.pair is not None:
+        record = json.loads(args.pair.read_text(encoding="utf-8"))
+        record["paired_offsets"] = paired(record["arms"], args.seed)
+        args.pair.write_text(json.dumps(record, indent=1) + "\n")
+        print(json.dumps(record["paired_offsets"], indent=1))
+        return
+    if args.output is None:
+        parser.error("--output is required (unless --pair)")
     config, adapter, policy = compose_setup(args.overrides)
     if args.trained is not None:
         RWRTrainer(policy, config.rwr).load(args.trained / "simulator")
@@ -126,6 +167,7 @@ def main() -> None:
             flush=True,
         )
     record["load_end"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    record["paired_offsets"] = paired(record["arms"], args.seed)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(record, indent=1) + "\n")
 

@@ -8,7 +8,9 @@ and per instruction of the prompt ("write a harder / easier / similar task", or 
 task's family key (``adapter.family``) is the requested one and, for keys that end in a level (``name@L``, as
 reasoning-gym's do), the mean level written minus the level requested. A simulator that follows the agent writes
 higher levels when told "harder" than when told "easier"; one that copies the request writes offset 0 whatever it is
-told, and then the level mix is the trainer's uniform draw of keys, not a curriculum.
+told, and then the level mix is the trainer's uniform draw of keys, not a curriculum. A second table per run gives,
+per level of the tasks the agent trained on (``pools/traces.jsonl``), how the attempts at a task came out: only tasks
+whose attempts disagree carry a GRPO advantage, so it bounds what choosing the level can gain.
 """
 
 from __future__ import annotations
@@ -74,13 +76,47 @@ def response(run_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
     return {f"{kind} {value}": summarise(group) for (kind, value), group in sorted(rows.items(), key=str)}
 
 
-def table(name: str, result: dict[str, Any]) -> str:
+def has_traces(run_dir: Path) -> bool:
+    return (run_dir / "pools" / "traces.jsonl").exists()
+
+
+def outcomes(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Per level of the tasks trained on (``name@L`` keys): tasks, mean p_hat and the shares of tasks whose attempts
+    were all wrong (p_hat 0), all right (1) or disagreed (0 < p_hat < 1: the only ones with a GRPO advantage)."""
+    attempts = defaultdict(list)
+    for line in (run_dir / "pools" / "traces.jsonl").read_text(encoding="utf-8").splitlines():
+        trace = json.loads(line)
+        if trace.get("source") == "on_policy":
+            attempts[(trace["epoch"], trace["task"]["task_id"], trace["family"])].append(float(trace["reward"]))
+    by_level = defaultdict(list)
+    for (_, _, key), rewards in attempts.items():
+        by_level[level(key)].append(sum(rewards) / len(rewards))
+    return {
+        f"level {lv}": {
+            "tasks": len(p),
+            "mean_p_hat": sum(p) / len(p),
+            "p_hat_0": sum(x == 0 for x in p) / len(p),
+            "p_hat_1": sum(x == 1 for x in p) / len(p),
+            "disagree": sum(0 < x < 1 for x in p) / len(p),
+        }
+        for lv, p in sorted(by_level.items(), key=str)
+    }
+
+
+def table(name: str, result: dict[str, Any], trained: dict[str, dict[str, float]] | None = None) -> str:
     lines = [f"### {name}", "", "| proposals | n | at the requested key | mean level offset | level offsets |"]
     lines.append("|---|---|---|---|---|")
     for group, s in result.items():
         offset = "" if s["mean_offset"] is None else f"{s['mean_offset']:+.3f}"
         counts = ", ".join(f"{k:+d}: {v}" for k, v in s["offsets"].items())
         lines.append(f"| {group} | {s['n']} | {s['at_request']:.3f} | {offset} | {counts} |")
+    if trained:
+        lines += ["", "| tasks trained on | n | mean p_hat | p_hat 0 | p_hat 1 | 0 < p_hat < 1 |", "|---" * 6 + "|"]
+        for group, o in trained.items():
+            lines.append(
+                f"| {group} | {o['tasks']} | {o['mean_p_hat']:.2f} | {o['p_hat_0']:.2f} | {o['p_hat_1']:.2f} | "
+                f"{o['disagree']:.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -91,7 +127,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="write the tables as markdown here too")
     args = parser.parse_args()
     command = "python benchmarks/simulator_response.py " + " ".join(map(str, args.run_dirs))
-    tables = [table(run_dir.name, response(run_dir, args.data_dir)) for run_dir in args.run_dirs]
+    tables = [
+        table(run_dir.name, response(run_dir, args.data_dir), outcomes(run_dir) if has_traces(run_dir) else None)
+        for run_dir in args.run_dirs
+    ]
     text = "\n".join([f"Written by `{command}`.\n", *tables])
     print(text)
     if args.output:
