@@ -1,0 +1,56 @@
+"""benchmarks/simulator_response.py: how the simulator's written family keys relate to the requested ones."""
+
+import dataclasses
+import importlib.util
+import json
+
+from conftest import REPO
+
+from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
+from genenv.envs.simulator import difficulty_instruction
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("simulator_response", REPO / "benchmarks/simulator_response.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _proposal(adapter, requested, level, success, epoch):
+    name = requested.split("@")[0]
+    task = adapter.parse_task({"family": name, "level": level, "seed": 5}, requested)
+    prompt = f"...\n\n{difficulty_instruction(success, 0.5)}\nWrite one new task of kind '{requested}' as JSON."
+    return {"epoch": epoch, "family": requested, "messages": [{"role": "user", "content": prompt}],
+            "task": dataclasses.asdict(task)}  # fmt: skip
+
+
+def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tmp_path):
+    script = _load_script()
+    adapter = ReasoningGymAdapter(families=["chain_sum@0-2"], test_per_level=1, validation_per_level=1,
+                                  train_per_level=2)  # fmt: skip
+    pools = tmp_path / "run" / "pools"
+    pools.mkdir(parents=True)
+    records = [
+        _proposal(adapter, "chain_sum@1", 2, 0.9, 0),  # told "harder", went up
+        _proposal(adapter, "chain_sum@1", 1, 0.9, 0),  # told "harder", copied
+        _proposal(adapter, "chain_sum@1", 0, 0.1, 1),  # told "easier", went down
+        _proposal(adapter, "chain_sum@0", 0, None, 1),  # no history, copied
+        {"epoch": 1, "family": "chain_sum@0", "messages": [], "task": None},  # a rejected proposal: not counted
+    ]
+    (pools / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    traces = [("a", "chain_sum@1", r, "on_policy") for r in (1.0, 0.0)]
+    traces += [("b", "chain_sum@2", r, "on_policy") for r in (0.0, 0.0)] + [("c", "chain_sum@2", 1.0, "base")]
+    lines = [{"epoch": 0, "source": source, "family": key, "task": {"task_id": task}, "reward": reward}
+             for task, key, reward, source in traces]  # fmt: skip
+    (pools / "traces.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = script.response(tmp_path / "run")
+    assert result["instruction harder"] == {"n": 2, "at_request": 0.5, "mean_offset": 0.5, "offsets": {0: 1, 1: 1}}
+    assert result["instruction easier"]["offsets"] == {-1: 1} and result["instruction none"]["at_request"] == 1.0
+    assert result["epoch 0"]["n"] == 2 and result["epoch 1"]["mean_offset"] == -0.5
+    outcomes = script.outcomes(tmp_path / "run")
+    assert outcomes == {
+        "level 1": {"tasks": 1, "mean_p_hat": 0.5, "p_hat_0": 0.0, "p_hat_1": 0.0, "disagree": 1.0},
+        "level 2": {"tasks": 1, "mean_p_hat": 0.0, "p_hat_0": 1.0, "p_hat_1": 0.0, "disagree": 0.0},
+    }
+    assert "| instruction harder | 2 | 0.500 | +0.500 | +0: 1, +1: 1 |" in script.table("run", result, outcomes)
