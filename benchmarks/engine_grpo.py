@@ -21,12 +21,12 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
 from genenv.agents.generation import SamplingConfig
@@ -66,10 +66,6 @@ def agent_config(engine: str, compute_type: str, sync_every: int, learning_rate:
         seed=seed,
         **fields,
     )
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def held_out(model, policy, adapter, tasks) -> list[float]:

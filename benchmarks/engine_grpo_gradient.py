@@ -26,7 +26,8 @@ import os
 from pathlib import Path
 
 import torch
-from engine_grpo import LEVEL0, agent_config, fixed_tasks, uptime  # benchmarks/ is on sys.path
+from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
+from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.models import load_policy

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from engine_grpo import LEVEL0, agent_config, fixed_tasks, uptime  # benchmarks/ is on sys.path
+from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
+from machine_load import uptime
 
 from genenv.agents.engines import hf as hf_engine
 from genenv.agents.generation import SamplingConfig

@@ -26,11 +26,11 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import torch
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.engines.ctranslate2 import CTranslate2Engine
 from genenv.agents.generation import SamplingConfig, render_chat
@@ -45,7 +45,7 @@ DEFAULT_PROMPTS = "reasoning_gym:train"
 
 
 def load_average() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return uptime()
 
 
 def prompts(policy, count: int, few_shot: str, source: str = "apibank:level-1-api") -> list[list[int]]:

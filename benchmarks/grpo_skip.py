@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from engine_grpo import fixed_tasks, uptime
+from engine_grpo import fixed_tasks
+from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy

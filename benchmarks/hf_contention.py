@@ -28,16 +28,14 @@ import sys
 import time
 from pathlib import Path
 
+from machine_load import uptime  # benchmarks/ is on sys.path
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SETTINGS = {
     "threads2": {"OMP_NUM_THREADS": "2"},
     "threads2_passive": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"},
     "threads1": {"OMP_NUM_THREADS": "1"},
 }
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def _generator(engine: str, model: str, max_new_tokens: int):

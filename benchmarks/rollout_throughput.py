@@ -19,11 +19,11 @@ import json
 import platform
 import resource
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import torch
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
 from genenv.agents.engines import build_engine
@@ -103,7 +103,7 @@ def main() -> None:
                 raise RuntimeError(f"replay sampled {bare_tokens} tokens, the rollout {tokens}: not the same calls")
             rounds[name].append(
                 {
-                    "load": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+                    "load": uptime(),
                     "tasks": [t.task_id for t in tasks],
                     "generate_calls": len(calls),
                     "turns": turns,

@@ -27,7 +27,6 @@ import itertools
 import json
 import os
 import platform
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from machine_load import uptime  # benchmarks/ is on sys.path
 from simulator_response import level, summarise  # benchmarks/ is on sys.path
 from simulator_validity import compose_setup, wilson
 
@@ -133,7 +133,7 @@ def main() -> None:
         ),
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
-        "load_start": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "load_start": uptime(),
         "history": history,
         "arms": {},
     }
@@ -166,7 +166,7 @@ def main() -> None:
             + f" ({seconds:.0f} s)",
             flush=True,
         )
-    record["load_end"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    record["load_end"] = uptime()
     record["paired_offsets"] = paired(record["arms"], args.seed)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(record, indent=1) + "\n")

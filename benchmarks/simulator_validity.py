@@ -17,13 +17,13 @@ import json
 import math
 import os
 import platform
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from hydra import compose, initialize_config_dir
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.models import Policy, load_policy
 from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
@@ -59,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     config, adapter, policy = compose_setup(args.overrides)
     simulator = config.simulator(policy)
-    load_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    load_start = uptime()
     rng = np.random.default_rng(args.seed)
     proposals, start = [], time.perf_counter()
     for _ in range(args.batches):
@@ -73,7 +73,7 @@ def main() -> None:
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": load_start,
-        "load_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "load_end": uptime(),
         "proposals": len(proposals),
         "valid": valid,
         "valid_share": valid / len(proposals),

@@ -13,13 +13,13 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.coevolution import CoEvolutionTrainer
 from genenv.config import CONFIG_DIR
@@ -33,7 +33,7 @@ def main(overrides: list[str]) -> None:
     if overrides[:1] == ["--name"]:
         name, overrides = f"_{overrides[1]}", overrides[2:]
     overrides = overrides or ["+bench=apibank"]
-    load_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    load_start = uptime()
     with tempfile.TemporaryDirectory() as run_dir, initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, f"run_dir={run_dir}"])
         config = genenv_config(cfg)
@@ -48,7 +48,7 @@ def main(overrides: list[str]) -> None:
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": load_start,
-        "load_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "load_end": uptime(),
         "setup_seconds": setup_seconds,
         "epochs": [
             {key: m[key] for key in ("epoch", "seconds", "peak_rss_mb", "fresh_tasks", "proposals", "rejects", "p_hat")}

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import torch
+from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
@@ -29,10 +29,6 @@ from genenv.config import model_few_shot
 from genenv.envs.tool_env import ToolEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def forced(generate, tokenizer, actions: list[list[str]]):
