@@ -441,9 +441,8 @@ def test_the_simulator_is_shown_only_examples_that_would_pass_validation(adapter
     assert all(not ungrounded_arguments(e["request"], e["gold_call"]["arguments"], accounts) for e in shown)
     context = adapter.generation_context("AddAgenda", random.Random(0))
     assert "must state every argument value" in context
-    user = context.split("My username is ")[1].split(" ")[0]  # a shown account, with its own password
-    assert f"my password is {accounts[user]['password']}." in context
-    assert "My username is" not in adapter.generation_context("QueryStock", random.Random(0))  # no token there
+    assert "Put the token of one of these accounts in the gold call" in context
+    assert "token of one" not in adapter.generation_context("QueryStock", random.Random(0))  # no token there
     schema = adapter.generation_schema("AddAgenda")
     assert list(schema["properties"]) == ["api", "gold_call", "request"]
 
@@ -570,7 +569,19 @@ def test_generated_tasks_must_give_the_values_of_their_gold_call(adapter):
     assert check("PlayMusic", "Please play A.mp3 for me", {"music_name": "a.mp3"})[0]  # case aside
     johns = adapter.data.init_db["Account"]["JohnDoe"]
     alarm = {"token": johns["token"], "time": "2023-03-16 07:00:00"}
-    ok, reason = check("DeleteAlarm", "Delete my alarm at 7 a.m. on March 16th", alarm)
-    assert not ok and "token" in reason
     # dates in words pass; the token through the account's username and password (GetUserToken)
     assert check("DeleteAlarm", "I'm JohnDoe, password pass123: delete my alarm at 7 a.m. on March 16th", alarm)[0]
+    # a token the request does not give: the dialogue gives its account's username and password, as API-Bank's do
+    task = adapter.parse_task({"api": "DeleteAlarm", "request": "Delete my alarm at 7 a.m. on March 16th",
+                               "gold_call": {"name": "DeleteAlarm", "arguments": alarm}})  # fmt: skip
+    assert task.prompt.startswith("User: Delete my alarm") and "User: My username is JohnDoe and my password is " \
+        f"{johns['password']}." in task.prompt  # fmt: skip
+    assert f"API-Request: [GetUserToken(username='JohnDoe', password='{johns['password']}')]->" in task.prompt
+    assert adapter.validate_task(task)[0]
+    assert replay(adapter, task).value == 1.0  # one call, the token read from the dialogue, as in level-1's samples
+    assert replay(adapter, task, [{"name": "DeleteAlarm", "arguments": {**alarm, "token": "x"}}]).value == 0.0
+    given = adapter.parse_task({"api": "DeleteAlarm", "request": f"My token is {johns['token']}; delete my alarm at 7",
+                                "gold_call": {"name": "DeleteAlarm", "arguments": alarm}})  # fmt: skip
+    assert given.prompt.count("User:") == 1  # the request gives the token: nothing added
+    ok, reason = check("DeleteAlarm", "Delete my alarm at 7 a.m. on March 16th", {**alarm, "token": "no-such-token"})
+    assert not ok and "token" in reason  # no account holds it: nothing to give

@@ -702,7 +702,7 @@ class APIBankAdapter(BenchmarkAdapter):
             "Today is 2023-03-31 (GetToday). Write the gold call first, so that it succeeds against the records "
             "below (copy identifiers: usernames, passwords, tokens, ids, codes, dates, exactly), then the user's "
             "request. The agent sees only the request, so it must state every argument value of the gold call "
-            "(a token through its account's username and password).",
+            "(but a token: the dialogue gives the agent the token of its account).",
         ]
         db_name = spec.get("database_name")
         init_db = self.data.init_db
@@ -719,11 +719,9 @@ class APIBankAdapter(BenchmarkAdapter):
             shown_accounts = {u: accounts[u] for u in users}
             parts.append("Accounts (username -> password, token, email): " + json.dumps(shown_accounts))
             if needs_token:
-                user = users[0]
                 parts.append(
-                    "The agent has no token: it gets one from GetUserToken, so the request gives the account's "
-                    f'username and password, e.g. "My username is {user} and my password is '
-                    f'{accounts[user]["password"]}."'
+                    "Put the token of one of these accounts in the gold call; the request need not say it: the "
+                    "dialogue then gives the agent that account's username and password and its GetUserToken call."
                 )
         return "\n".join(parts)
 
@@ -812,15 +810,17 @@ class APIBankAdapter(BenchmarkAdapter):
         if unknown:
             raise ValueError(f"unknown argument(s) for {name}: {', '.join(map(str, unknown))}")
         apis = [name]
+        prompt = f"User: {request.strip()}\n"
         if "token" in params:
             apis.insert(0, "GetUserToken")
+            prompt += credentials_turns(request, arguments.get("token"), self.data.init_db["Account"])
         digest = hashlib.sha1(
             json.dumps({"r": request, "c": gold_call}, sort_keys=True, default=str).encode()
         ).hexdigest()[:12]
         return Task(
             task_id=f"apibank-gen-{name}-{digest}",
             benchmark=self.name,
-            prompt=f"User: {request.strip()}\n",
+            prompt=prompt,
             gold={"calls": [{"name": name, "arguments": copy.deepcopy(arguments), "result": None}], "response": None},
             split="level-1",
             source="generated",
@@ -887,6 +887,24 @@ def ungrounded_arguments(request: str, arguments: Mapping[str, Any], accounts: M
         elif not given(value):
             missing.append(name)
     return missing
+
+
+def credentials_turns(request: str, token: Any, accounts: Mapping[str, Any]) -> str:
+    """The dialogue turns that give a generated request's token as API-Bank's level-1 dialogues do: the AI asks, the
+    user gives the username and password of the token's account, and the GetUserToken call with its result is in the
+    history, so the agent's one call is the gold one. Empty when the request states the token itself, or when no
+    account holds it (the gold call then fails validation)."""
+    owners = [user for user, account in accounts.items() if account.get("token") == token]
+    if not owners or not isinstance(token, str) or token.lower() in request.lower():
+        return ""
+    user, password = owners[0], accounts[owners[0]].get("password", "")
+    return (
+        "AI: Sure. To do that, I need your username and password first.\n"
+        f"User: My username is {user} and my password is {password}.\n"
+        "AI: Thank you. Let me get your token.\n"
+        + history_line("GetUserToken", {"username": user, "password": password}, {"token": token})
+        + "\n"
+    )
 
 
 def _check_described_call(schemas: dict[str, dict[str, Any]], name: Any, arguments: Any) -> dict[str, Any]:
