@@ -895,7 +895,7 @@ def credentials_turns(request: str, token: Any, accounts: Mapping[str, Any]) -> 
     history, so the agent's one call is the gold one. Empty when the request states the token itself, or when no
     account holds it (the gold call then fails validation)."""
     owners = [user for user, account in accounts.items() if account.get("token") == token]
-    if not owners or not isinstance(token, str) or token.lower() in request.lower():
+    if not owners or not ungrounded_arguments(request, {"token": token}, {}):  # no account, or the request states it
         return ""
     user, password = owners[0], accounts[owners[0]].get("password", "")
     return (
