@@ -12,12 +12,20 @@ later time, in any session. After each run ends its ``metrics.jsonl`` is copied 
 ``benchmarks/results/curriculum_experiment/<testbed>/runs/`` and ``report.md`` and the figures are rebuilt there
 (``genenv.experiment``); ``--commit`` also commits that folder. ``--set KEY=VALUE ...`` adds Hydra overrides to every
 run (e.g. ``--set coevolution.epochs=4`` to fit a smaller budget; each run's records say what ran).
+
+The curricula of one seed share one warm start: the first run of seed S to finish its warm start leaves a copy in
+``runs/curriculum_experiment/<testbed>/warm-start-s<S>`` (with the run's settings), and every later run of that seed
+with the same settings but its curriculum starts from that copy instead of redoing it. The warm start does not depend
+on the curriculum (it comes before anything the curriculum changes), so the runs are paired from the same agent and
+each saves the warm start and two held-out scorings. Epoch 0's record of such a run names the run it came from
+(``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-from genenv.coevolution import read_metrics
+from omegaconf import OmegaConf
+
+from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
 from genenv.run_archive import holds_run, pack_run, unpack_run
 
@@ -33,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
 CURRICULA = ("genenv", "random", "static", "offline")
 STATE = "state"  # <results>/<testbed>/state/<run>.tar.xz: unfinished runs, to continue on another machine
+#: <runs>/<testbed>/warm-start-s<S>: the warm-start checkpoint the curricula of seed S share (laid out as a run folder
+#: holding only that checkpoint, so that ``save`` packs it and ``run`` unpacks it as it does the runs)
+SHARED_WARM_START = "warm-start-s{seed}"
 
 #: testbed -> (Hydra overrides shared by its runs, alpha, band_k). Sized as issue 18 asks: >= 32 fresh tasks per
 #: epoch, G = 8, 8 epochs, >= 200 held-out items spread over the difficulty levels, the same for every run.
@@ -130,11 +143,57 @@ def finished(run_dir: Path, epochs: int, copy: Path | None = None) -> bool:
     return any(int(m["epoch"]) == epochs - 1 for m in records)
 
 
+def seed_overrides(seed: int) -> list[str]:
+    return [f"{key}.seed={seed}" for key in ("coevolution", "agent", "warm_start", "rwr")]
+
+
 def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> list[str]:
-    seeds = [f"{key}.seed={seed}" for key in ("coevolution", "agent", "warm_start", "rwr")]
     resume = "true" if holds_run(run_dir) else "false"
-    return [sys.executable, "-m", "genenv.train", *overrides, f"curriculum={curriculum}", *seeds,
+    return [sys.executable, "-m", "genenv.train", *overrides, f"curriculum={curriculum}", *seed_overrides(seed),
             f"run_dir={run_dir}", f"resume={resume}"]  # fmt: skip
+
+
+def warm_start_settings(overrides: list[str]) -> list[str]:
+    """The overrides a run's warm start depends on: all of them but its curriculum and its own folder."""
+    return sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+") not in ("curriculum", "run_dir", "resume"))
+
+
+def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
+    """Copy ``run_dir``'s warm-start checkpoint, once it exists, to the seed's shared copy beside it (if there is none
+    yet), with the run's settings; returns the copy. The trainer writes that checkpoint by renaming a complete folder,
+    so a live run is copied safely."""
+    source = run_dir / CHECKPOINTS / WARM_START
+    copy = run_dir.parent / SHARED_WARM_START.format(seed=seed)
+    if (copy / CHECKPOINTS).exists() or not (source / "state.json").exists():
+        return None
+    temporary = copy.with_name(copy.name + ".tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    shutil.copytree(source, temporary / CHECKPOINTS / WARM_START)
+    state_file = temporary / CHECKPOINTS / WARM_START / "state.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    state["metrics"]["warm_start_shared_from"] = run_dir.name
+    state["seconds"] = 0.0  # a run that starts from the copy spends no time on its warm start
+    state["settings"] = warm_start_settings(list(OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")))
+    state_file.write_text(json.dumps(state), encoding="utf-8")
+    temporary.rename(copy)
+    print(f"{run_dir.name}: warm start kept for seed {seed} in {copy}", flush=True)
+    return copy
+
+
+def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | None:
+    """Start a run that holds nothing yet from its seed's shared warm start, if there is one made with the same
+    settings (``overrides``: the run's own, as the testbed and seed give them); returns the run it came from."""
+    copy = run_dir.parent / SHARED_WARM_START.format(seed=seed) / CHECKPOINTS / WARM_START
+    if holds_run(run_dir) or not (copy / "state.json").exists():
+        return None
+    state = json.loads((copy / "state.json").read_text(encoding="utf-8"))
+    source = state["metrics"]["warm_start_shared_from"]
+    if state["settings"] != warm_start_settings(overrides):
+        print(f"{run_dir.name}: not sharing {source}'s warm start (other settings); it does its own", flush=True)
+        return None
+    shutil.copytree(copy, run_dir / CHECKPOINTS / WARM_START)
+    print(f"{run_dir.name}: starts from {source}'s warm start", flush=True)
+    return source
 
 
 def ignored_by_git(path: Path) -> bool:
@@ -199,7 +258,7 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None
 
 
 def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
-    """Unpack the run's archive when its folder holds no run (a new machine)."""
+    """Unpack the run's (or shared warm start's) archive when its folder holds no run (a new machine)."""
     archive = results_root / testbed / STATE / f"{run_dir.name}.tar.xz"
     if archive.exists() and not holds_run(run_dir):
         unpack_run(archive, run_dir)
@@ -213,26 +272,33 @@ def run(args: argparse.Namespace) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for curriculum, seed in itertools.product(args.curricula, args.seeds):
         restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
+    for seed in args.seeds:
+        restore(root / SHARED_WARM_START.format(seed=seed), args.results_root, args.testbed)
+        for curriculum in CURRICULA:
+            keep_warm_start(root / run_name(curriculum, seed), seed)
     copies = args.results_root / args.testbed / "runs"
     pending = [(c, s) for s, c in itertools.product(args.seeds, args.curricula)
                if not finished(root / run_name(c, s), epochs, copies / f"{run_name(c, s)}.jsonl")]  # fmt: skip
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
     # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
     environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    running: list[tuple[str, subprocess.Popen, float]] = []
+    running: list[tuple[str, int, subprocess.Popen, float]] = []
     while pending or running:
         while pending and len(running) < args.jobs:
             curriculum, seed = pending.pop(0)
             run_dir = root / run_name(curriculum, seed)
+            share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
                                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-            running.append((run_name(curriculum, seed), process, time.time()))
+            running.append((run_name(curriculum, seed), seed, process, time.time()))
             print(f"started {run_name(curriculum, seed)} (pid {process.pid}, log {log.name})", flush=True)
         time.sleep(5)
-        for entry in [e for e in running if e[1].poll() is not None]:
+        for name, seed, _, _ in running:
+            keep_warm_start(root / name, seed)
+        for entry in [e for e in running if e[2].poll() is not None]:
             running.remove(entry)
-            name, process, started = entry
+            name, _, process, started = entry
             print(f"{name}: exit {process.returncode} after {(time.time() - started) / 60:.1f} min", flush=True)
             rebuild(args.testbed, args.runs_root, args.results_root, args.commit and process.returncode == 0)
 

@@ -340,4 +340,10 @@ def budget(runs: list[Run]) -> list[str]:
         per_stage = [sum(float((m.get("stage_seconds") or {}).get(s, 0.0)) for m in run.metrics) / 3600 for s in stages]
         lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | "
                      + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
+    shared = [f"{run.curriculum} s{run.seed} from {run.metrics[0]['warm_start_shared_from']}"
+              for run in sorted(runs, key=lambda r: (r.seed, r.curriculum))
+              if run.metrics and run.metrics[0].get("warm_start_shared_from")]  # fmt: skip
+    if shared:
+        lines += ["", "Started from another run's warm start of the same seed (its time is counted there): "
+                  + ", ".join(shared) + "."]  # fmt: skip
     return lines

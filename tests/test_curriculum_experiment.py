@@ -105,3 +105,43 @@ def test_every_testbed_composes_into_a_training_config(testbed):
     config = genenv_config(cfg)
     assert (config.alpha, config.band_k) == (alpha, band_k)
     assert config.epochs == driver.epochs_of(overrides) and config.agent.num_generations >= 4
+
+
+def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(tmp_path):
+    first = _driver(tmp_path, "run", "--curricula", "genenv", "random", "--seeds", "0", "--jobs", "1", "--set", *TINY)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "genenv-s0: warm start kept for seed 0" in first.stdout
+    assert "random-s0: starts from genenv-s0's warm start" in first.stdout
+    assert "after the restored warm start" in (tmp_path / "runs" / "reasoning_gym" / "random-s0.log").read_text()
+    results = tmp_path / "results" / "reasoning_gym"
+    genenv, random = (json.loads((results / "runs" / f"{name}.jsonl").read_text().splitlines()[0])
+                      for name in ("genenv-s0", "random-s0"))  # fmt: skip
+    assert "warm_start_shared_from" not in genenv and random["warm_start_shared_from"] == "genenv-s0"
+    assert random["warm_start"] == genenv["warm_start"] and random["stage_seconds"]["warm_start"] == 0.0
+    assert random["validation_warm_start"] == genenv["validation_warm_start"]
+    assert "random s0 from genenv-s0" in (results / "report.md").read_text()
+
+    saved = _driver(tmp_path, "save", "--set", *TINY, "coevolution.epochs=2")
+    assert saved.returncode == 0 and (results / "state" / "warm-start-s0.tar.xz").exists(), saved.stderr
+    (tmp_path / "runs").rename(tmp_path / "wiped")  # a new machine: the static run still starts from the copy
+    static = _driver(tmp_path, "run", "--curricula", "static", "--seeds", "0", "--jobs", "1", "--set", *TINY)
+    assert static.returncode == 0, static.stdout + static.stderr
+    assert "warm-start-s0: unpacked" in static.stdout
+    assert "static-s0: starts from genenv-s0's warm start" in static.stdout
+
+
+def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
+    driver = _load_driver()
+    source = tmp_path / "genenv-s0"
+    (source / "checkpoints" / "warm-start").mkdir(parents=True)
+    (source / "checkpoints" / "warm-start" / "state.json").write_text(json.dumps({"metrics": {}, "seconds": 9.0}))
+    (source / ".hydra").mkdir()
+    (source / ".hydra" / "overrides.yaml").write_text("- model=qwen05\n- curriculum=genenv\n- run_dir=/x\n")
+    assert driver.keep_warm_start(source, seed=0) == tmp_path / "warm-start-s0"
+    assert driver.keep_warm_start(source, seed=0) is None  # kept once
+    random = tmp_path / "random-s0"
+    assert driver.share_warm_start(random, 0, ["model=tiny", "curriculum=random"]) is None
+    assert not random.exists()
+    assert driver.share_warm_start(random, 0, ["model=qwen05", "curriculum=random", "run_dir=/y"]) == "genenv-s0"
+    state = json.loads((random / "checkpoints" / "warm-start" / "state.json").read_text())
+    assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
