@@ -10,7 +10,13 @@ reasoning-gym's do), the mean level written minus the level requested. A simulat
 higher levels when told "harder" than when told "easier"; one that copies the request writes offset 0 whatever it is
 told, and then the level mix is the trainer's uniform draw of keys, not a curriculum. A second table per run gives,
 per level of the tasks the agent trained on (``pools/traces.jsonl``), how the attempts at a task came out: only tasks
-whose attempts disagree carry a GRPO advantage, so it bounds what choosing the level can gain.
+whose attempts disagree carry a GRPO advantage, so it bounds what choosing the level can gain. A third table gives, per
+family key the agent played, what the simulator's update pays for writing it: the mean RWR weight ``exp(lambda R_env)``
+of its tasks (0 outside the band, as the update leaves them out), over ``exp(lambda)`` (a task at ``p_hat = alpha``
+pays 1), with a 95% bootstrap interval over tasks, and the same for the proposals written at the requested key
+against those written at another; ``alpha``, ``beta``, ``k`` and ``lambda`` are the run's
+(``.hydra/config.yaml``), and ``--lam`` adds columns for other lambdas. RWR can only teach the simulator to prefer
+a key that pays more than the one it writes now.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
 
 from genenv.benchmarks.base import Task, get_benchmark
 
@@ -80,17 +89,22 @@ def has_traces(run_dir: Path) -> bool:
     return (run_dir / "pools" / "traces.jsonl").exists()
 
 
-def outcomes(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Per level of the tasks trained on (``name@L`` keys): tasks, mean p_hat and the shares of tasks whose attempts
-    were all wrong (p_hat 0), all right (1) or disagreed (0 < p_hat < 1: the only ones with a GRPO advantage)."""
+def played(run_dir: Path) -> dict[tuple[int, str], tuple[str, float]]:
+    """(epoch, task id) -> (family key, p_hat) of every task the agent played on policy."""
     attempts = defaultdict(list)
     for line in (run_dir / "pools" / "traces.jsonl").read_text(encoding="utf-8").splitlines():
         trace = json.loads(line)
         if trace.get("source") == "on_policy":
             attempts[(trace["epoch"], trace["task"]["task_id"], trace["family"])].append(float(trace["reward"]))
+    return {(epoch, task_id): (key, sum(r) / len(r)) for (epoch, task_id, key), r in attempts.items()}
+
+
+def outcomes(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Per level of the tasks trained on (``name@L`` keys): tasks, mean p_hat and the shares of tasks whose attempts
+    were all wrong (p_hat 0), all right (1) or disagreed (0 < p_hat < 1: the only ones with a GRPO advantage)."""
     by_level = defaultdict(list)
-    for (_, _, key), rewards in attempts.items():
-        by_level[level(key)].append(sum(rewards) / len(rewards))
+    for key, p_hat in played(run_dir).values():
+        by_level[level(key)].append(p_hat)
     return {
         f"level {lv}": {
             "tasks": len(p),
@@ -101,6 +115,56 @@ def outcomes(run_dir: Path) -> dict[str, dict[str, float]]:
         }
         for lv, p in sorted(by_level.items(), key=str)
     }
+
+
+def curriculum_settings(run_dir: Path) -> dict[str, float]:
+    """The run's alpha, beta, band half-width k and RWR lambda, from its Hydra config."""
+    coevolution = OmegaConf.load(run_dir / ".hydra" / "config.yaml").coevolution
+    return {"alpha": coevolution.alpha, "beta": coevolution.beta, "k": coevolution.band_k, "lam": coevolution.lam}
+
+
+def price(
+    p_hats: list[float], settings: dict[str, float], lams: tuple[float, ...], rng: np.random.Generator, resamples: int
+) -> dict[str, Any]:
+    """Tasks, the share in the band, and per lambda (the run's first, then ``lams``) the mean relative RWR weight
+    ``exp(lambda (R_env - 1))`` of the tasks (0 outside the band) with a 95% bootstrap interval over tasks."""
+    p = np.asarray(p_hats)
+    in_band = np.abs(p - settings["alpha"]) <= settings["k"] + 1e-9
+    r_env = np.exp(-settings["beta"] * (p - settings["alpha"]) ** 2)
+    row: dict[str, Any] = {"tasks": len(p), "in_band": float(in_band.mean()), "pay": {}}
+    for lam in (settings["lam"], *lams):
+        paid = np.where(in_band, np.exp(lam * (r_env - 1.0)), 0.0)
+        means = paid[rng.integers(0, len(p), size=(resamples, len(p)))].mean(axis=1)
+        low, high = np.percentile(means, [2.5, 97.5])
+        row["pay"][float(lam)] = (float(paid.mean()), float(low), float(high))
+    return row
+
+
+def pay(run_dir: Path, lams: tuple[float, ...] = (), resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """What the simulator's update pays (:func:`price`) per family key played and, where the run has a task pool, for
+    the proposals written at the requested key against those written at another."""
+    settings = curriculum_settings(run_dir)
+    rng = np.random.default_rng(seed)
+    tasks = played(run_dir)
+    groups: dict[str, list[float]] = defaultdict(list)
+    for key, p_hat in sorted(tasks.values(), key=lambda kp: (kp[0].rpartition("@")[0], level(kp[0]) or 0, kp[0])):
+        groups[key].append(p_hat)
+    if (run_dir / "pools" / "tasks.jsonl").exists():
+        for record in proposals(run_dir):
+            key, p_hat = tasks.get((record["epoch"], record["task"]["task_id"]), (None, None))
+            if key is not None:
+                groups["at the requested key" if key == record["family"] else "at another key"].append(p_hat)
+    return {group: price(p_hats, settings, tuple(lams), rng, resamples) for group, p_hats in groups.items()}
+
+
+def pay_table(paid: dict[str, dict[str, Any]]) -> str:
+    lams = list(next(iter(paid.values()))["pay"])
+    lines = ["| tasks played | n | in band | " + " | ".join(f"pay, lambda {lam:g}" for lam in lams) + " |"]
+    lines.append("|---" * (3 + len(lams)) + "|")
+    for key, row in paid.items():
+        cells = [f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in row["pay"].values()]
+        lines.append(f"| {key} | {row['tasks']} | {row['in_band']:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def table(name: str, result: dict[str, Any], trained: dict[str, dict[str, float]] | None = None) -> str:
@@ -125,12 +189,17 @@ def main() -> None:
     parser.add_argument("run_dirs", nargs="+", type=Path)
     parser.add_argument("--data-dir", default=None, help="the benchmark data folder (default: GENENV_DATA_DIR)")
     parser.add_argument("--output", type=Path, help="write the tables as markdown here too")
+    parser.add_argument("--lam", type=float, nargs="*", default=[], help="other RWR lambdas to price the keys at")
     args = parser.parse_args()
     command = "python benchmarks/simulator_response.py " + " ".join(map(str, args.run_dirs))
-    tables = [
-        table(run_dir.name, response(run_dir, args.data_dir), outcomes(run_dir) if has_traces(run_dir) else None)
-        for run_dir in args.run_dirs
-    ]
+    if args.lam:
+        command += " --lam " + " ".join(f"{lam:g}" for lam in args.lam)
+    tables = []
+    for run_dir in args.run_dirs:
+        trained = has_traces(run_dir)
+        tables.append(table(run_dir.name, response(run_dir, args.data_dir), outcomes(run_dir) if trained else None))
+        if trained and (run_dir / ".hydra" / "config.yaml").exists():
+            tables.append(pay_table(pay(run_dir, tuple(args.lam))))
     text = "\n".join([f"Written by `{command}`.\n", *tables])
     print(text)
     if args.output:

@@ -3,6 +3,7 @@
 import dataclasses
 import importlib.util
 import json
+import math
 
 from conftest import REPO
 
@@ -54,3 +55,33 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
         "level 2": {"tasks": 1, "mean_p_hat": 0.0, "p_hat_0": 1.0, "p_hat_1": 0.0, "disagree": 0.0},
     }
     assert "| instruction harder | 2 | 0.500 | +0.500 | +0: 1, +1: 1 |" in script.table("run", result, outcomes)
+
+
+def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alpha(tmp_path):
+    script = _load_script()
+    run = tmp_path / "run"
+    (run / "pools").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "config.yaml").write_text("coevolution:\n  alpha: 0.5\n  beta: 10.0\n  band_k: 0.4\n  lam: 1.0\n")
+    attempts = {("a", "chain_sum@1"): [1.0, 0.0], ("b", "chain_sum@2"): [0.0] * 8}
+    attempts[("c", "chain_sum@2")] = [1.0] + [0.0] * 7  # p_hat 0.125: in the band, R_env = exp(-10 * 0.375**2)
+    lines = [{"epoch": 0, "source": "on_policy", "family": key, "task": {"task_id": task}, "reward": reward}
+             for (task, key), rewards in attempts.items() for reward in rewards]  # fmt: skip
+    lines.append({"epoch": 0, "source": "expert", "family": "chain_sum@1", "task": {"task_id": "a"}, "reward": 1.0})
+    (run / "pools" / "traces.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    asked = [{"epoch": 0, "family": "chain_sum@1", "messages": [{}], "task": {"task_id": task}} for task in "ac"]
+    asked.append({"epoch": 1, "family": "chain_sum@2", "messages": [{}], "task": {"task_id": "b"}})  # not played then
+    (run / "pools" / "tasks.jsonl").write_text("".join(json.dumps(record) + "\n" for record in asked))
+    paid = script.pay(run, lams=(5.0,))
+    assert list(paid) == ["chain_sum@1", "chain_sum@2", "at the requested key", "at another key"]
+    assert paid["at the requested key"] == paid["chain_sum@1"]
+    assert paid["at another key"]["tasks"] == 1 and paid["at another key"]["in_band"] == 1.0
+    assert paid["chain_sum@1"] == {"tasks": 1, "in_band": 1.0, "pay": {1.0: (1.0, 1.0, 1.0), 5.0: (1.0, 1.0, 1.0)}}
+    second = paid["chain_sum@2"]
+    r_env = math.exp(-10 * 0.375**2)
+    assert second["tasks"] == 2 and second["in_band"] == 0.5
+    assert math.isclose(second["pay"][1.0][0], math.exp(r_env - 1) / 2)
+    assert math.isclose(second["pay"][5.0][0], math.exp(5 * (r_env - 1)) / 2)
+    low, high = second["pay"][1.0][1:]
+    assert low == 0.0 and math.isclose(high, math.exp(r_env - 1))
+    assert "| chain_sum@2 | 2 | 0.50 | 0.24 [0.00, 0.47] | 0.01 [0.00, 0.02] |" in script.pay_table(paid)
