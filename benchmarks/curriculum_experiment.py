@@ -46,6 +46,8 @@ STATE = "state"  # <results>/<testbed>/state/<run>.tar.xz: unfinished runs, to c
 #: <runs>/<testbed>/warm-start-s<S>: the warm-start checkpoint the curricula of seed S share (laid out as a run folder
 #: holding only that checkpoint, so that ``save`` packs it and ``run`` unpacks it as it does the runs)
 SHARED_WARM_START = "warm-start-s{seed}"
+#: suffix of a shared warm start still being copied (a driver killed mid-copy leaves it; the next copy replaces it)
+UNFINISHED_COPY = ".tmp"
 
 #: testbed -> (Hydra overrides shared by its runs, alpha, band_k). Sized as issue 18 asks: >= 32 fresh tasks per
 #: epoch, G = 8, 8 epochs, >= 200 held-out items spread over the difficulty levels, the same for every run.
@@ -158,15 +160,20 @@ def warm_start_settings(overrides: list[str]) -> list[str]:
     return sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+") not in ("curriculum", "run_dir", "resume"))
 
 
+def shared_warm_start(testbed_root: Path, seed: int) -> Path:
+    """The folder of seed ``seed``'s shared warm start among a testbed's run folders."""
+    return testbed_root / SHARED_WARM_START.format(seed=seed)
+
+
 def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
     """Copy ``run_dir``'s warm-start checkpoint, once it exists, to the seed's shared copy beside it (if there is none
     yet), with the run's settings; returns the copy. The trainer writes that checkpoint by renaming a complete folder,
     so a live run is copied safely."""
     source = run_dir / CHECKPOINTS / WARM_START
-    copy = run_dir.parent / SHARED_WARM_START.format(seed=seed)
+    copy = shared_warm_start(run_dir.parent, seed)
     if (copy / CHECKPOINTS).exists() or not (source / "state.json").exists():
         return None
-    temporary = copy.with_name(copy.name + ".tmp")
+    temporary = copy.with_name(copy.name + UNFINISHED_COPY)
     shutil.rmtree(temporary, ignore_errors=True)
     shutil.copytree(source, temporary / CHECKPOINTS / WARM_START)
     state_file = temporary / CHECKPOINTS / WARM_START / "state.json"
@@ -183,7 +190,7 @@ def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
 def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | None:
     """Start a run that holds nothing yet from its seed's shared warm start, if there is one made with the same
     settings (``overrides``: the run's own, as the testbed and seed give them); returns the run it came from."""
-    copy = run_dir.parent / SHARED_WARM_START.format(seed=seed) / CHECKPOINTS / WARM_START
+    copy = shared_warm_start(run_dir.parent, seed) / CHECKPOINTS / WARM_START
     if holds_run(run_dir) or not (copy / "state.json").exists():
         return None
     state = json.loads((copy / "state.json").read_text(encoding="utf-8"))
@@ -247,7 +254,7 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None
     """Pack every unfinished run as of its last complete epoch; a finished run keeps only its metrics copy."""
     out = results_root / testbed / STATE
     copy_metrics(testbed, runs_root, results_root)  # raises before any archive is deleted if git ignores them
-    for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir()):
+    for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir() and d.suffix != UNFINISHED_COPY):
         archive = out / f"{run_dir.name}.tar.xz"
         if finished(run_dir, epochs):
             archive.unlink(missing_ok=True)
@@ -273,7 +280,7 @@ def run(args: argparse.Namespace) -> None:
     for curriculum, seed in itertools.product(args.curricula, args.seeds):
         restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
     for seed in args.seeds:
-        restore(root / SHARED_WARM_START.format(seed=seed), args.results_root, args.testbed)
+        restore(shared_warm_start(root, seed), args.results_root, args.testbed)
         for curriculum in CURRICULA:
             keep_warm_start(root / run_name(curriculum, seed), seed)
     copies = args.results_root / args.testbed / "runs"

@@ -145,3 +145,12 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     assert driver.share_warm_start(random, 0, ["model=qwen05", "curriculum=random", "run_dir=/y"]) == "genenv-s0"
     state = json.loads((random / "checkpoints" / "warm-start" / "state.json").read_text())
     assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
+
+
+def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
+    driver = _load_driver()
+    unfinished = driver.shared_warm_start(tmp_path / "work" / "reasoning_gym", 0)
+    unfinished = unfinished.with_name(unfinished.name + driver.UNFINISHED_COPY)
+    (unfinished / "checkpoints" / "warm-start").mkdir(parents=True)  # a driver killed while copying
+    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
+    assert not (tmp_path / "results" / "reasoning_gym" / driver.STATE).exists()
