@@ -5,8 +5,11 @@
 
 Single-turn categories: ``--per-category`` entries spread evenly over each category, one response each
 (``max_turns=1``: BFCL scores the first response), greedy, through ``genenv.evaluate.evaluate``.
-Multi-turn categories: ``--multi-turn`` entries each, up to ``--multi-turn-max-turns`` agent messages
-per episode (ToolEnv answers each plain-text answer with the user's next turn, ``adapter.next_user_message``).
+Multi-turn categories: ``--multi-turn`` entries each, read as bfcl-eval's runner reads them (a response it cannot
+decode closes the user turn; the 21st decodable one in a turn ends the entry) and capped at
+``--multi-turn-max-turns`` agent messages per entry; the default cap, ``(MAXIMUM_STEP_LIMIT + 2)`` per user turn of
+the longest entry, never binds before upstream's own limit (ToolEnv answers each plain-text answer with the user's
+next turn, ``adapter.next_user_message``).
 Writes ``benchmarks/results/bfcl_smollm2.json``: accuracy and error types per category, the leaderboard
 group scores over the subset, and timings. Episodes are journalled per category in ``--journal-dir`` (default
 ``runs/evaluate/bfcl-<model>``): killed, the same command continues from the entries it finished (a category's
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,6 +32,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import Score, Task
 from genenv.benchmarks.bfcl import BFCLAdapter
+from genenv.benchmarks.bfcl.adapter import MAXIMUM_STEP_LIMIT
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
 from genenv.config import model_few_shot
 from genenv.evaluate import claim_output_dir, evaluate_with_journal
@@ -41,12 +46,18 @@ def spread(tasks: list[Task], n: int) -> list[Task]:
     return tasks[:: max(1, len(tasks) // n)][:n] if n > 0 else []
 
 
+def official_message_limit(tasks: list[Task]) -> int:
+    """The most agent messages bfcl-eval's runner lets any of these multi-turn entries write: per user turn,
+    ``MAXIMUM_STEP_LIMIT + 1`` decodable responses (the last one force-quits) or that many and a closing answer."""
+    return (MAXIMUM_STEP_LIMIT + 2) * max(len(task.metadata["turns"]) for task in tasks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--per-category", type=int, default=16)
     parser.add_argument("--multi-turn", type=int, default=4)
-    parser.add_argument("--multi-turn-max-turns", type=int, default=8)
+    parser.add_argument("--multi-turn-max-turns", type=int, default=None, help="default: upstream's own limit")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--categories", default=ALL_CATEGORIES)
@@ -71,7 +82,7 @@ def main() -> None:
         if not tasks:
             continue
         began = time.perf_counter()
-        max_turns = args.multi_turn_max_turns if multi else 1
+        max_turns = (args.multi_turn_max_turns or official_message_limit(tasks)) if multi else 1
         _, records = evaluate_with_journal(
             adapter,
             agent,
@@ -92,6 +103,8 @@ def main() -> None:
             "seconds": time.perf_counter() - began,
             "first_actions": [r["actions"][0][:160] if r["actions"] else "" for r in records[:3]],
         }
+        if multi:  # the cap on messages, and the entries it cut (upstream would have let them go on)
+            categories[category].update(max_messages=max_turns, ended_by_cap=sum(bool(r["truncated"]) for r in records))
         print(
             f"{category:26} {categories[category]['accuracy']:.3f} ({len(tasks)} tasks, "
             f"{categories[category]['seconds']:.0f} s)",
@@ -108,7 +121,8 @@ def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dic
     return {
         "command": f"GENENV_DATA_DIR=/work/shared/data python benchmarks/bfcl_eval_smollm2.py --model {args.model} "
         f"--per-category {args.per_category} --multi-turn {args.multi_turn} "
-        f"--multi-turn-max-turns {args.multi_turn_max_turns} --max-new-tokens {args.max_new_tokens}"
+        + (f"--multi-turn-max-turns {args.multi_turn_max_turns} " if args.multi_turn_max_turns else "")
+        + f"--max-new-tokens {args.max_new_tokens}"
         + (f" --categories {args.categories}" if args.categories != ALL_CATEGORIES else ""),
         "model": args.model,
         "subset": f"{args.per_category} entries per single-turn category and {args.multi_turn} per multi-turn "
@@ -117,6 +131,7 @@ def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dic
         "groups": {k: v for k, v in metrics.items() if "/" not in k},
         "categories": categories,
         "seconds": seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
     }

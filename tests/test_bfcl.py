@@ -1,5 +1,6 @@
 """BFCL v4: official AST verdicts on gold answers and perturbations, hallucination, multi-turn replay, env."""
 
+import copy
 import json
 
 import gymnasium as gym
@@ -322,6 +323,53 @@ def test_env_plays_a_multi_turn_conversation(adapter, category):
     assert reward == 1.0, info["score_breakdown"]
     users = [m["content"] for m in env.unwrapped.messages if m["role"] == "user"]
     assert users == adapter.start(task).turns and len(users) > 1
+
+
+def _multi_turn_env(adapter, task):
+    env = gym.make("GenEnv-BFCL-v0", category=task.metadata["category"], task_source="benchmark",
+                   data_dir=str(adapter.data_dir), max_turns=200)  # fmt: skip
+    env.reset(seed=0, options={"task": task})
+    return env
+
+
+def test_a_call_the_official_decoder_cannot_read_is_not_executed_and_closes_the_user_turn(adapter):
+    task = adapter.load_tasks("multi_turn_base")[0]
+    env = _multi_turn_env(adapter, task)
+    backends = env.unwrapped._state.backends
+    before = {name: copy.deepcopy(backends.public_state(name)) for name in backends.instances}
+    name, arguments = next(iter(_gold_turns(task)[0][0].items()))
+    fenced = "```json\n" + json.dumps({"name": name, "arguments": arguments}) + "\n```"
+    observation, _, terminated, _, _ = env.step(fenced)
+    assert not terminated and observation == task.metadata["turns"][1]
+    assert env.unwrapped.messages[-1] == {"role": "user", "content": observation}
+    assert {name: backends.public_state(name) for name in backends.instances} == before
+    python_call = multi_turn_candidates(_gold_turns(task))[0][1][1][0]  # the second turn's first gold response
+    env.step(python_call)
+    assert env.unwrapped.messages[-1]["role"] == "tool" and env.unwrapped.trajectory.turns[-1].calls
+
+
+def test_a_user_turn_beyond_the_official_step_limit_ends_the_entry(adapter):
+    task = adapter.load_tasks("multi_turn_base")[0]
+    env = _multi_turn_env(adapter, task)
+    response = multi_turn_candidates(_gold_turns(task))[0][1][0][0]
+    for _ in range(bfcl_adapter.MAXIMUM_STEP_LIMIT):
+        _, _, terminated, truncated, _ = env.step(response)
+        assert not (terminated or truncated)
+    env.step("Done.")  # a plain answer starts the count again
+    for _ in range(bfcl_adapter.MAXIMUM_STEP_LIMIT):
+        assert not env.step(response)[2]
+    _, reward, terminated, truncated, info = env.step(response)
+    assert terminated and not truncated and reward == 0.0
+    assert info["score_breakdown"]["error_type"] == "multi_turn:force_terminated"
+
+
+def test_a_single_turn_response_ends_the_episode_whatever_it_holds(adapter):
+    env = gym.make("GenEnv-BFCL-v0", category="simple_python", task_source="benchmark",
+                   data_dir=str(adapter.data_dir), max_turns=4)  # fmt: skip
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step("[calculate_triangle_area(base=")
+    assert terminated and not truncated and reward == 0.0
+    assert info["score_breakdown"]["error_type"] == "ast_decoder:decoder_failed"
 
 
 def test_aggregate_follows_the_leaderboard(adapter):

@@ -23,14 +23,17 @@ multi-turn ``involved_classes``, ``initial_config``, ``turns`` (the user message
 
 Episodes and scoring
 --------------------
-Single-turn categories: the agent's first action is its one response (BFCL asks once); any call
-ends the episode, and :meth:`score` decodes that action the way bfcl-eval decodes model output
+Single-turn categories: the agent's first action is its one response (BFCL asks once) and ends the
+episode, whatever it holds; :meth:`score` decodes that action the way bfcl-eval decodes model output
 (:mod:`.decoding`) and checks it with the AST checker (:mod:`.checker`). ``irrelevance`` and
 ``live_irrelevance`` are correct when the response holds no decodable call, ``live_relevance`` when it
 holds at least one.
 
 Multi-turn categories: the back-ends are bfcl-eval's classes (:mod:`.multi_turn`); calls execute on
-them and return their results. A plain-text answer ends a user turn; :meth:`next_user_message` gives
+them and return their results. Responses are read as the official runner reads them (:meth:`parse_action`):
+what ``decode_execute`` cannot decode, or decodes to no call, is a plain answer, and a plain answer ends a
+user turn; more than ``MAXIMUM_STEP_LIMIT`` (20) decodable responses in one user turn end the entry, as
+upstream force-quits it. :meth:`next_user_message` gives
 the next turn's message (for ``miss_func``, the held-back docs and "I have updated some more
 functions you can choose from. What about now?"), or ``None`` after the last turn. :meth:`score`
 groups the actions by user turn, decodes every action like the official runner (actions that do not
@@ -101,6 +104,8 @@ MULTI_TURN_BEHAVIOUR = (
     "complete and proceed to the next turn or task."
 )
 ADDITIONAL_FUNCTIONS = "I have updated some more functions you can choose from. What about now?"
+#: bfcl-eval's MAXIMUM_STEP_LIMIT: decodable responses per user turn; the one beyond it ends the whole entry
+MAXIMUM_STEP_LIMIT = 20
 SINGLE_TURN_OBSERVATION = "Recorded. BFCL scores this single response, so the episode ends here."
 
 
@@ -118,6 +123,14 @@ class MultiTurnState:
     backends: Backends
     turns: list[str]
     turn: int = 0
+    steps: int = 0  # decodable responses in the current user turn
+
+
+@dataclass(frozen=True)
+class DecodedCall(ToolCall):
+    """A multi-turn call as the official runner decoded it, with what its executor runs (or why it cannot)."""
+
+    executable: ExecCall | None = None
 
 
 @register_benchmark("bfcl")
@@ -213,14 +226,42 @@ class BFCLAdapter(BenchmarkAdapter):
             messages[int(turn)] = f"{json.dumps(revealed, ensure_ascii=False)}\n{ADDITIONAL_FUNCTIONS}"
         return messages
 
+    def parse_action(self, text: str, state: Any) -> list[ToolCall]:
+        """One response read as bfcl-eval's runner reads it; never refuses one.
+
+        Multi-turn: ``decode_execute``; a response that does not decode, or decodes to no call, is a plain
+        answer and closes the user turn (upstream: "Proceed to next turn"), so a call in a format the official
+        decoder cannot read (a fenced JSON block) is never executed. Single-turn: BFCL scores the first response
+        as written (:meth:`judge`), so it ends the episode either way; its calls are what ``decode_ast`` reads."""
+        if isinstance(state, MultiTurnState):
+            try:
+                decoded = decode_execute(text)
+            except DecodeError:
+                return []
+            if decoded:
+                state.steps += 1
+            return [DecodedCall(c.name, dict(c.arguments), raw=text, executable=c) for c in decoded]
+        try:
+            decoded = decode_ast(text, language(state.category))
+        except DecodeError:
+            return []
+        if not is_function_calling_format(decoded):
+            return []
+        return [ToolCall(name, dict(arguments), raw=text) for item in decoded for name, arguments in item.items()]
+
     def execute(self, state: Any, call: ToolCall) -> StepResult:
+        """Single-turn: nothing runs, the episode ends. Multi-turn: the call runs on the episode's back-ends; the
+        first call of a user turn's response beyond :data:`MAXIMUM_STEP_LIMIT` ends the episode, as upstream
+        force-quits the entry there (the turns answered so far are scored)."""
         if isinstance(state, SingleTurnState):
             return StepResult(SINGLE_TURN_OBSERVATION, output=call.to_dict(), done=True)
-        arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        exec_call = _env_call(call.name, arguments)
+        if isinstance(call, DecodedCall) and call.executable is not None:
+            exec_call = call.executable
+        else:
+            exec_call = _env_call(call.name, call.arguments if isinstance(call.arguments, dict) else {})
         result = state.backends.run(exec_call)
         error = "execution_error" if result.startswith(ERROR_PREFIX) else None
-        return StepResult(result, output=result, error=error)
+        return StepResult(result, output=result, error=error, done=state.steps > MAXIMUM_STEP_LIMIT)
 
     def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
         """The ground truth as the agent's responses (:mod:`.expert`), kept only when the official verdict accepts
@@ -254,6 +295,7 @@ class BFCLAdapter(BenchmarkAdapter):
         if not isinstance(state, MultiTurnState) or state.turn + 1 >= len(state.turns):
             return None
         state.turn += 1
+        state.steps = 0
         return state.turns[state.turn]
 
     # -- scoring ------------------------------------------------------------------------
