@@ -32,6 +32,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from genenv.benchmarks.base import Task, get_benchmark
+from genenv.curriculum import DifficultyFilter, alpha_reward, rwr_weight
 
 INSTRUCTION = re.compile(r"Write an? (harder|easier|similar) task|has not seen tasks of this kind")
 POOL_FILES = ("tasks.jsonl", "pool_draft.jsonl")
@@ -128,13 +129,13 @@ def price(
 ) -> dict[str, Any]:
     """Tasks, the share in the band, and per lambda (the run's first, then ``lams``) the mean relative RWR weight
     ``exp(lambda (R_env - 1))`` of the tasks (0 outside the band) with a 95% bootstrap interval over tasks."""
-    p = np.asarray(p_hats)
-    in_band = np.abs(p - settings["alpha"]) <= settings["k"] + 1e-9
-    r_env = np.exp(-settings["beta"] * (p - settings["alpha"]) ** 2)
-    row: dict[str, Any] = {"tasks": len(p), "in_band": float(in_band.mean()), "pay": {}}
+    band = DifficultyFilter(settings["alpha"], settings["k"])  # the trainer's own band, reward and weight
+    in_band = np.array([band(p) for p in p_hats])
+    r_env = [alpha_reward(p, settings["alpha"], settings["beta"]) for p in p_hats]
+    row: dict[str, Any] = {"tasks": len(p_hats), "in_band": float(in_band.mean()), "pay": {}}
     for lam in (settings["lam"], *lams):
-        paid = np.where(in_band, np.exp(lam * (r_env - 1.0)), 0.0)
-        means = paid[rng.integers(0, len(p), size=(resamples, len(p)))].mean(axis=1)
+        paid = np.where(in_band, [rwr_weight(r, lam) / rwr_weight(1.0, lam) for r in r_env], 0.0)
+        means = paid[rng.integers(0, len(p_hats), size=(resamples, len(p_hats)))].mean(axis=1)
         low, high = np.percentile(means, [2.5, 97.5])
         row["pay"][float(lam)] = (float(paid.mean()), float(low), float(high))
     return row
