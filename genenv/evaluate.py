@@ -5,9 +5,10 @@
 ``engine`` (``auto``, ``hf``, ``ctranslate2``; :func:`genenv.agents.engines.resolve_engine`) generates the
 agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's.
 
-Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored) and
-``results.md`` (a table) into the Hydra run folder (or ``output_dir=DIR``) and prints where they are. Episodes are
-journalled there as they finish, so the same command with the same ``output_dir`` continues an interrupted run.
+Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored, wall time per task
+and peak RSS) and ``results.md`` (a table) into the Hydra run folder (or ``output_dir=DIR``) and prints where they
+are. Episodes are journalled there as they finish, so the same command with the same ``output_dir`` continues an
+interrupted run.
 Scores come from the adapter's ``reporting_adapter`` (API-Bank: the official text-to-call step, whatever the bench
 config says).
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -175,6 +178,8 @@ def run(cfg: DictConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "output_dir"}
     claim_output_dir(out, settings)
+    import torch
+
     from genenv.agents.models import load_policy
 
     # reported numbers are scored officially, even where the bench config reads text leniently for training
@@ -192,9 +197,11 @@ def run(cfg: DictConfig) -> Path:
         engine=build_engine(engine, policy, compute_type=cfg.engine_compute_type),
     )
     max_turns = cfg.max_turns or bench.max_turns
+    continued, began = (out / JOURNAL).exists(), time.perf_counter()
     summary, records = evaluate_with_journal(
         adapter, agent, tasks, out / JOURNAL, batch_size=cfg.batch_size, max_turns=max_turns, seed=cfg.seed
     )
+    seconds = time.perf_counter() - began
     result = {
         "benchmark": bench.name,
         "split": split,
@@ -203,6 +210,15 @@ def run(cfg: DictConfig) -> Path:
         "n_tasks": len(tasks),
         "scoring": adapter.scoring_mode(),
         **summary,
+        "cost": {  # of this invocation; a continued evaluation's time covers only the tasks it played
+            "seconds": seconds,
+            "seconds_per_task": None if continued else seconds / len(tasks),
+            "continued": continued,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "torch_threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "load_average_at_end": os.getloadavg(),
+        },
         "config": OmegaConf.to_container(cfg, resolve=True),
         "episodes": records,
     }

@@ -68,10 +68,15 @@ def test_the_command_continues_in_its_output_dir_and_refuses_other_settings(tmp_
     results = json.loads((out / "results.json").read_text())
     assert results["n_tasks"] == 3 and len(results["episodes"]) == 3
     assert [e["score"] for e in results["episodes"]] == [e["reward"] for e in results["episodes"]]
+    cost = results["cost"]
+    assert not cost["continued"] and cost["seconds_per_task"] == pytest.approx(cost["seconds"] / 3)
+    assert cost["seconds"] > 0 and cost["peak_rss_mb"] > 0
     journal = (out / JOURNAL).read_text()
     run(_config(out, "limit=3"))  # finished: nothing is played again, the same results are written
     assert (out / JOURNAL).read_text() == journal
-    assert json.loads((out / "results.json").read_text())["metrics"] == results["metrics"]
+    again = json.loads((out / "results.json").read_text())
+    assert again["metrics"] == results["metrics"]
+    assert again["cost"]["continued"] and again["cost"]["seconds_per_task"] is None
     with pytest.raises(ValueError, match="limit differ"):
         run(_config(out, "limit=4"))
     assert (out / JOURNAL).read_text() == journal and json.loads((out / CONFIG_FILE).read_text())["limit"] == 3
