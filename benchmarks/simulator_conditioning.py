@@ -75,7 +75,12 @@ def written_offsets(outputs: list[dict[str, Any]]) -> list[int | None]:
     offsets: list[int | None] = []
     for output in outputs:
         requested = level(output["family"])
-        written = None if output["reject_reason"] else extract_json_object(output["raw"]).get("level")
+        if output["reject_reason"]:
+            written = None
+        elif "written" in output:  # the written task's family key (its level measured, for written expressions)
+            written = level(output["written"])
+        else:
+            written = extract_json_object(output["raw"]).get("level")
         offsets.append(None if requested is None or not isinstance(written, int) else written - requested)
     return offsets
 
@@ -153,7 +158,11 @@ def main() -> None:
             **(summarise(written) if written else {}),
             "levels_requested": dict(sorted(Counter(level(p.family) for p in proposals).items(), key=str)),
             "levels_written": dict(sorted(Counter(level(w) for _, w, _ in written).items(), key=str)),
-            "outputs": [{"family": p.family, "raw": p.raw, "reject_reason": p.reject_reason} for p in proposals],
+            "outputs": [
+                {"family": p.family, "raw": p.raw, "reject_reason": p.reject_reason}
+                | ({"written": adapter.family(p.task)} if p.task is not None else {})
+                for p in proposals
+            ],
         }
         if history is not None:
             result["in_band_requested"] = in_band([r for r, _, _ in written], history, config.alpha, config.band_k)

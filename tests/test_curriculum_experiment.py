@@ -96,7 +96,7 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
     assert not archive.exists() and (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").exists()
 
 
-@pytest.mark.parametrize("testbed", ["reasoning_gym", "apibank", "apibank_learning"])
+@pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "apibank", "apibank_learning"])
 def test_every_testbed_composes_into_a_training_config(testbed):
     driver = _load_driver()
     overrides, alpha, band_k = driver.TESTBEDS[testbed]

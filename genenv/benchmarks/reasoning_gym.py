@@ -31,6 +31,17 @@ family's curriculum and generates the item with the family's own generator, so t
 reasoning-gym's; ``validate_task`` checks that ``score_answer`` gives that answer 1.0 and that the
 question is not held out.
 
+Written expressions (``task_spec="expression"``)
+-----------------------------------------------
+A seed is blind: it picks the item, so the simulator controls only the level, and within a level the agent solves
+most items in all attempts or in none. For the arithmetic families (``basic_arithmetic``, ``chain_sum``,
+``products``) the option ``task_spec="expression"`` has the simulator write the item itself,
+``{"family": name, "expression": "37 * 12"}``: :mod:`~genenv.benchmarks.reasoning_gym_expressions` parses it in the
+family's grammar, evaluates it exactly and writes the family's question around it. The task's level is measured, not
+requested: the lowest configured level whose ranges of terms and digits hold the expression; it must lie within
+``level_step`` of the requested key's level, as a seed spec's level must. Such a task scores with the family's own
+``score_answer``, like the family's items; train and held-out items are the family's generated items either way.
+
 Answers and scoring
 -------------------
 No tools: the agent's plain-text final answer ends the episode. :func:`extract_answer` takes the last
@@ -55,6 +66,7 @@ tasks officially, so reported scores are the official ones.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import re
@@ -67,6 +79,8 @@ from typing import Any, ClassVar
 from genenv.envs.expert import replay_actions
 
 from .base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark
+from .reasoning_gym_expressions import FAMILIES as EXPRESSION_FAMILIES
+from .reasoning_gym_expressions import expression_pattern, parse_expression
 
 try:
     import reasoning_gym  # noqa: F401  (registers the datasets)
@@ -89,6 +103,17 @@ TRAIN_ATTEMPTS = 4
 #: measured with benchmarks/reasoning_gym_zero_shot.py (see benchmarks/results/reasoning_gym_zero_shot.md)
 DEFAULT_FAMILIES = ("basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2")
 MAX_EXAMPLE_CHARS = 160
+#: what the simulator writes for a generated task: a seed that picks an item, or the item's expression
+TASK_SPECS = ("seed", "expression")
+EXPRESSION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "family": {"type": "string", "description": "reasoning-gym task family"},
+        "expression": {"type": "string", "description": "the arithmetic expression the agent evaluates"},
+    },
+    "required": ["family", "expression"],
+    "additionalProperties": False,
+}
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _ANSWER_OPEN = re.compile(r"<answer>(.*)$", re.DOTALL | re.IGNORECASE)
@@ -126,6 +151,13 @@ def generate_entry(family: str, level: int, seed: int) -> dict[str, Any]:
 def _scorer(family: str, level: int) -> Any:
     """A dataset of ``family`` at ``level`` whose ``score_answer`` scores that level's items."""
     return DATASETS[family][0](_configuration(family, level, 0))
+
+
+@lru_cache(maxsize=1024)
+def level_ranges(family: str, level: int) -> tuple[int, int, int, int]:
+    """(min terms, max terms, min digits, max digits) of an arithmetic family's level."""
+    config = _configuration(family, level, 0)
+    return config.min_terms, config.max_terms, config.min_digits, config.max_digits
 
 
 @lru_cache(maxsize=1024)
@@ -206,6 +238,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         train_per_level: training (base data) items per family and level.
         partial_credit: reward the official partial credit (see the module docstring; default: 1.0 only if solved).
         level_step: how many levels from the requested key's level a generated task may be (None: any level).
+        task_spec: what the simulator writes: ``"seed"`` (family, level, seed) or ``"expression"`` (family and the
+            item's expression; the arithmetic families only; see the module docstring).
     """
 
     name = BENCHMARK
@@ -230,15 +264,19 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         train_per_level: int = 64,
         partial_credit: bool = False,
         level_step: int | None = 1,
+        task_spec: str = "seed",
     ) -> None:
         super().__init__(data_dir)
+        if task_spec not in TASK_SPECS:
+            raise ValueError(f"task_spec must be one of {', '.join(TASK_SPECS)}, got {task_spec!r}")
+        self.task_spec = task_spec
         self.partial_credit = partial_credit
         if level_step is not None and (type(level_step) is not int or level_step < 0):
             raise ValueError(f"level_step must be an integer >= 0 or None (any level), got {level_step!r}")
         self.level_step = level_step
         self._options = {"families": families, "test_per_level": test_per_level,
                          "validation_per_level": validation_per_level, "train_per_level": train_per_level,
-                         "level_step": level_step}  # fmt: skip
+                         "level_step": level_step, "task_spec": task_spec}  # fmt: skip
         self._reporting: ReasoningGymAdapter | None = None
         entries = [families] if isinstance(families, str) else list(families or DEFAULT_FAMILIES)
         if not entries:
@@ -256,6 +294,14 @@ class ReasoningGymAdapter(BenchmarkAdapter):
                         f"reasoning-gym cannot generate {_key(name, level)} ({type(error).__name__}: {error}); "
                         f"choose other levels with '{name}@A-B'"
                     ) from None
+        if task_spec == "expression":
+            unwritable = [name for name in self.levels if name not in EXPRESSION_FAMILIES]
+            if unwritable:
+                raise ValueError(
+                    f"task_spec='expression' needs families whose items are one expression "
+                    f"({', '.join(EXPRESSION_FAMILIES)}); not: {', '.join(unwritable)}"
+                )
+            self.task_schema = EXPRESSION_SCHEMA
         self.per_level = {"test": test_per_level, "validation": validation_per_level, "train": train_per_level}
         if any(n < 0 for n in self.per_level.values()):
             raise ValueError("items per level must be >= 0")
@@ -355,7 +401,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         answer = (task.gold or {}).get("answer") if isinstance(task.gold, dict) else None
         if answer is None:
             return None
-        expression = generate_entry(*_spec(task.gold)).get("metadata", {}).get("expression")
+        expression = _entry(task.gold)[2].get("metadata", {}).get("expression")
         reply = f"{expression} = {answer}" if isinstance(expression, str) and expression.strip() else str(answer)
         return replay_actions(self, task, [reply])
 
@@ -370,8 +416,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         if answer is None:
             return Score(0.0, {**breakdown, "solved": 0.0})
         try:
-            family, level, seed = _spec(task.gold)
-            value = float(_scorer(family, level).score_answer(answer, generate_entry(family, level, seed)))
+            family, level, entry = _entry(task.gold)
+            value = float(_scorer(family, level).score_answer(answer, entry))
         except Exception as error:  # noqa: BLE001 - a scorer failure scores 0, with the reason
             return Score(0.0, {**breakdown, "solved": 0.0, "error": f"{type(error).__name__}: {error}"})
         value = min(1.0, max(0.0, value))
@@ -414,9 +460,10 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         return name, requested, [lv for lv in self.levels[name] if step is None or abs(lv - requested) <= step]
 
     def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
-        """The family, what each configured level means (settings, an example question) and, given
-        ``success`` (family key -> the agent's recent success), the agent's success per level."""
+        """The family, what each configured level means (settings, an example) and, given ``success`` (family key ->
+        the agent's recent success), the agent's success per level."""
         name, requested, allowed = self._requested(family)
+        writes_expressions = self.task_spec == "expression"
         lines = [
             f"reasoning-gym family: {name}. Configured levels: {self.levels[name][0]}-{self.levels[name][-1]} "
             f"(higher is harder). Current level: {requested} (the instruction below is about it); you may write level "
@@ -425,21 +472,38 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             "Levels:",
         ]
         for level in self.levels[name]:
-            example = self._task(name, level, 0, "train")
-            question = " ".join(example.prompt.split())
-            if len(question) > MAX_EXAMPLE_CHARS:
-                question = question[:MAX_EXAMPLE_CHARS] + "..."
-            line = (
-                f"- level {level} ({level_description(name, level)}): e.g. {question!r} -> {example.gold['answer']!r}"
-            )
+            example = self._level_example(name, level) if writes_expressions else self._task(name, level, 0, "train")
+            shown = _example_expression(example) if writes_expressions else " ".join(example.prompt.split())
+            if len(shown) > MAX_EXAMPLE_CHARS:
+                shown = shown[:MAX_EXAMPLE_CHARS] + "..."
+            line = f"- level {level} ({level_description(name, level)}): e.g. {shown!r} -> {example.gold['answer']!r}"
             rate = (success or {}).get(_key(name, level))
             lines.append(line + (f"; the agent solves {rate:.0%}" if rate is not None else ""))
-        lines.append('Answer {"family": ..., "level": ..., "seed": ...}; the seed (any integer) picks the item.')
+        if writes_expressions:
+            lines.append(
+                'Answer {"family": ..., "expression": ...} with the expression itself, its numbers and operators '
+                "separated by spaces; how many numbers it has and how many digits they have set its level, and the "
+                "numbers you pick make it easier or harder within the level."
+            )
+        else:
+            lines.append('Answer {"family": ..., "level": ..., "seed": ...}; the seed (any integer) picks the item.')
         return "\n".join(lines)
 
     def generation_schema(self, family: str) -> dict[str, Any]:
-        """``task_schema`` with the family fixed and the level one of those within a step of the request."""
+        """``task_schema`` with the family fixed and, for a seed spec, the level one of those within a step of the
+        request; for an expression, the family's grammar up to the terms and digits of the highest such level."""
         name, _, allowed = self._requested(family)
+        if self.task_spec == "expression":
+            _, max_terms, _, max_digits = level_ranges(name, allowed[-1])
+            return {
+                "type": "object",
+                "properties": {
+                    "family": {"type": "string", "enum": [name]},
+                    "expression": {"type": "string", "pattern": expression_pattern(name, max_terms, max_digits)},
+                },
+                "required": ["family", "expression"],
+                "additionalProperties": False,
+            }
         return {
             "type": "object",
             "properties": {
@@ -452,13 +516,18 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         }
 
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
-        """Specs of up to ``k`` train items at the levels the simulator may write for ``family``."""
+        """Specs (seed or expression, as ``task_spec`` says) of up to ``k`` train items at the levels the simulator
+        may write for ``family``."""
         name, _, allowed = self._requested(family)
-        specs = [
-            {key: t.gold[key] for key in ("family", "level", "seed")}
-            for t in self.load_tasks("train")
-            if t.gold["family"] == name and t.gold["level"] in allowed
-        ]
+        items = [t for t in self.load_tasks("train") if t.gold["family"] == name and t.gold["level"] in allowed]
+        if self.task_spec == "expression":
+            specs = [
+                {"family": name, "expression": _example_expression(t)}
+                for t in items
+                if self._measured_level(name, _example_expression(t)) in allowed
+            ]
+        else:
+            specs = [{key: t.gold[key] for key in ("family", "level", "seed")} for t in items]
         k = min(max(k, 0), len(specs))
         return [specs[int(i)] for i in rng.choice(len(specs), size=k, replace=False)] if k else []
 
@@ -468,26 +537,37 @@ class ReasoningGymAdapter(BenchmarkAdapter):
                 obj = json.loads(obj)
             except ValueError as error:
                 raise ValueError(f"the task spec is not valid JSON: {error}") from None
+        keys = tuple(self.task_schema["required"])
         if not isinstance(obj, dict):
-            raise ValueError("the task spec must be a JSON object with 'family', 'level' and 'seed'")
-        extra = sorted(set(obj) - {"family", "level", "seed"})
+            raise ValueError(f"the task spec must be a JSON object with {', '.join(map(repr, keys))}")
+        extra = sorted(set(obj) - set(keys))
         if extra:
             raise ValueError(f"unknown key(s) in the task spec: {', '.join(map(str, extra))}")
-        missing = [key for key in ("family", "level", "seed") if key not in obj]
+        missing = [key for key in keys if key not in obj]
         if missing:
             raise ValueError(f"the task spec misses {', '.join(missing)}")
-        name, level, seed = obj["family"], obj["level"], obj["seed"]
+        name = obj["family"]
         if not isinstance(name, str):
             raise ValueError("'family' must be a string")
-        for key, value in (("level", level), ("seed", seed)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"'{key}' must be an integer, got {value!r}")
         if name not in self.levels:
             known = "known to reasoning-gym but not configured" if name in DATASETS else "unknown"
             raise ValueError(f"family {name!r} is {known}; configured: {', '.join(self.levels)}")
-        levels = self.levels[name]
-        if level not in levels:
-            raise ValueError(f"level {level} of {name!r} is out of range: configured levels {levels[0]}-{levels[-1]}")
+        if self.task_spec == "expression":
+            if not isinstance(obj["expression"], str):
+                raise ValueError("'expression' must be a string")
+            expression = parse_expression(name, obj["expression"])
+            level = self._level_of(name, expression.terms, expression.digits)
+            seed = None
+        else:
+            level, seed = obj["level"], obj["seed"]
+            for key, value in (("level", level), ("seed", seed)):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError(f"'{key}' must be an integer, got {value!r}")
+            levels = self.levels[name]
+            if level not in levels:
+                raise ValueError(
+                    f"level {level} of {name!r} is out of range: configured levels {levels[0]}-{levels[-1]}"
+                )
         if family is not None:
             requested, _, allowed = self._requested(family)
             if requested != name:
@@ -495,33 +575,103 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             if level not in allowed:
                 step = self.level_step
                 raise ValueError(f"level {level} is more than level_step={step} from the requested {family!r}")
+        if seed is None:
+            return self._written_task(name, level, expression)
         try:
             return self._task(name, level, seed % HELD_OUT_SEED, "train", source="generated", spec_seed=seed)
         except Exception as error:  # noqa: BLE001 - reasoning-gym cannot generate this configuration
             raise ValueError(f"reasoning-gym cannot generate {name}@{level}: {type(error).__name__}: {error}") from None
 
+    def _level_of(self, family: str, terms: int, digits: int) -> int:
+        """The lowest configured level of ``family`` whose ranges hold ``terms`` numbers of up to ``digits`` digits."""
+        for level in self.levels[family]:
+            min_terms, max_terms, min_digits, max_digits = level_ranges(family, level)
+            if min_terms <= terms <= max_terms and min_digits <= digits <= max_digits:
+                return level
+        top = self.levels[family][-1]
+        raise ValueError(
+            f"{terms} numbers of up to {digits} digits fit no configured level of {family!r} "
+            f"(levels {self.levels[family][0]}-{top}; level {top}: {level_description(family, top)})"
+        )
+
+    def _measured_level(self, family: str, text: str) -> int | None:
+        """The level of an expression of ``family`` (None when it fits no configured level)."""
+        expression = parse_expression(family, text)
+        try:
+            return self._level_of(family, expression.terms, expression.digits)
+        except ValueError:
+            return None
+
+    def _level_example(self, family: str, level: int) -> Task:
+        """The first train seed's item of ``family`` at ``level`` whose expression measures ``level`` (a level's items
+        can be of a lower one: two one-digit numbers are level 0 whatever level drew them)."""
+        for seed in range(64):
+            task = self._task(family, level, seed, "train")
+            if self._measured_level(family, _example_expression(task)) == level:
+                return task
+        return self._task(family, level, 0, "train")
+
+    def _written_task(self, family: str, level: int, expression: Any) -> Task:
+        """A generated task from an expression the simulator wrote (parsed, its level measured)."""
+        digest = hashlib.sha1(expression.text.encode()).hexdigest()[:12]
+        return Task(
+            task_id=f"{BENCHMARK}-{family}@{level}-expression-{digest}",
+            benchmark=self.name,
+            prompt=EXPRESSION_FAMILIES[family].format_question(expression.text),
+            gold={"family": family, "level": level, "expression": expression.text, "answer": str(expression.value)},
+            split="train",
+            source="generated",
+            metadata={
+                "family": family,
+                "level": level,
+                "expression": expression.text,
+                "terms": expression.terms,
+                "digits": expression.digits,
+                "settings": level_description(family, level),
+                "reasoning_gym_version": self.version,
+            },
+        )
+
     def validate_task(self, task: Task) -> tuple[bool, str]:
         try:
-            family, level, seed = _spec(task.gold)
+            family, level, entry = _entry(task.gold)
         except (TypeError, KeyError, ValueError) as error:
             return False, f"bad task spec: {error}"
+        except Exception as error:  # noqa: BLE001
+            return False, f"reasoning-gym failed on {task.gold!r:.120}: {type(error).__name__}: {error}"
         if level not in self.levels.get(family, []):
             return False, f"{_key(family, level)} is not a configured family and level"
-        if task.source == "generated" and not 0 <= seed < HELD_OUT_SEED:
-            return False, f"seed {seed} is in the held-out range"
+        written = "expression" in task.gold
+        if written:
+            expression = parse_expression(family, task.gold["expression"])
+            if not expression.exact:
+                return False, "a division in the expression leaves a remainder"
+            try:
+                measured = self._level_of(family, expression.terms, expression.digits)
+            except ValueError as error:
+                return False, str(error)
+            if measured != level:
+                return False, f"the expression is of level {measured}, not {level}"
+        elif task.source == "generated" and not 0 <= task.gold["seed"] < HELD_OUT_SEED:
+            return False, f"seed {task.gold['seed']} is in the held-out range"
+        gold = str(entry["answer"])
         try:
-            entry = generate_entry(family, level, seed)
-            gold = str(entry["answer"])
             value = _scorer(family, level).score_answer(gold, entry)
         except Exception as error:  # noqa: BLE001
-            return False, f"reasoning-gym failed on {_key(family, level)} seed {seed}: {type(error).__name__}: {error}"
+            return False, f"score_answer failed on {_key(family, level)}: {type(error).__name__}: {error}"
         if entry["question"] != task.prompt or task.gold.get("answer") != gold:
-            return False, "the question or answer differs from what reasoning-gym generates for this spec"
+            what = "the expression gives" if written else "reasoning-gym generates for this spec"
+            return False, f"the question or answer differs from what {what}"
         if value != 1.0:
             return False, f"score_answer gives the gold answer {value}, not 1.0"
         if task.source == "generated" and task.prompt in self.held_out_questions():
             return False, "the question repeats a held-out test/validation item"
         return True, "ok"
+
+
+def _example_expression(task: Task) -> str:
+    """The expression of a generated item of an arithmetic family."""
+    return str(_entry(task.gold)[2]["metadata"]["expression"])
 
 
 def _spec(gold: Any) -> tuple[str, int, int]:
@@ -532,6 +682,23 @@ def _spec(gold: Any) -> tuple[str, int, int]:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (level, seed)):
         raise ValueError("level and seed must be integers")
     return family, level, seed
+
+
+def _entry(gold: Any) -> tuple[str, int, dict[str, Any]]:
+    """(family, level, reasoning-gym entry) of a task's gold: the generated item of a seed spec, or an entry built
+    from a written expression (question, answer, and the expression in ``metadata``, as the family's items have)."""
+    if "expression" not in gold:
+        family, level, seed = _spec(gold)
+        return family, level, generate_entry(family, level, seed)
+    family, level = gold["family"], gold["level"]
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise ValueError("level must be an integer")
+    expression = parse_expression(family, gold["expression"])
+    return family, level, {
+        "question": EXPRESSION_FAMILIES[family].format_question(expression.text),
+        "answer": str(expression.value),
+        "metadata": {"expression": expression.text, "num_terms": expression.terms, "num_digits": expression.digits},
+    }
 
 
 __all__ = ["DEFAULT_FAMILIES", "ReasoningGymAdapter", "extract_answer", "generate_entry", "parse_family_entry"]

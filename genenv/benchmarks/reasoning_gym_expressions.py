@@ -1,0 +1,189 @@
+"""Integer expressions for reasoning-gym's arithmetic families, written by the simulator itself.
+
+reasoning-gym's ``basic_arithmetic``, ``chain_sum`` and ``products`` each ask for the value of one integer expression
+(``Calculate -33 / 11 + -22.``). With the reasoning-gym adapter's ``task_spec="expression"`` the simulator writes that
+expression, not a seed: the numbers and the length it picks set the task's difficulty item by item, which a seed, blind
+to the item it draws, cannot. This module parses such an expression in each family's grammar, evaluates it exactly
+(integers, with reasoning-gym's floor division; never Python's ``eval``), counts what reasoning-gym's curriculum
+measures (terms and digits) and writes the question the way the family's own generator does, so a written task reads
+and scores like one of the family's items.
+
+Grammar (tokens separated by any whitespace; the canonical form separates them by one space, as reasoning-gym does):
+
+* ``chain_sum``: non-negative integers joined by ``+`` and ``-``;
+* ``products``: non-negative integers joined by ``*``;
+* ``basic_arithmetic``: integers (a leading ``-`` makes a negative literal, ``-33``) joined by ``+ - * /``, with
+  parentheses, a group negated by a leading ``-`` written ``-(``; ``*`` and ``/`` bind tighter than ``+`` and ``-``, all
+  left to right, and ``/`` is floor division, as reasoning-gym computes its answers.
+
+Numbers are written without leading zeros. A written task must divide exactly (:attr:`Expression.exact`): reasoning-gym
+items do almost always, and ``7 / 2 = 3`` would teach floor division rather than arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: the longest expression accepted (characters of the text as written)
+MAX_CHARS = 200
+
+
+@dataclass(frozen=True)
+class ExpressionFamily:
+    """What one reasoning-gym family's expressions may contain, and its question template."""
+
+    operators: str
+    parentheses: bool
+    negative: bool
+    question: str
+
+    def format_question(self, expression: str) -> str:
+        return self.question.format(expression)
+
+
+#: the families whose items are one integer expression; templates as reasoning-gym 0.1.x writes their questions
+FAMILIES: dict[str, ExpressionFamily] = {
+    "basic_arithmetic": ExpressionFamily("+-*/", parentheses=True, negative=True, question="Calculate {}."),
+    "chain_sum": ExpressionFamily(
+        "+-", parentheses=False, negative=False, question="State the final answer to the following arithmetic problem: {} ="
+    ),
+    "products": ExpressionFamily(
+        "*",
+        parentheses=False,
+        negative=False,
+        question="Solve the following multiplication: {}. Give only the result as your final answer.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression: canonical text, exact value and what reasoning-gym's curriculum measures."""
+
+    text: str
+    value: int
+    terms: int
+    digits: int
+    exact: bool
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|(.))")
+
+
+class _Parser:
+    """Recursive descent over the tokens of one expression (see the module docstring for the grammar)."""
+
+    def __init__(self, family: ExpressionFamily, text: str) -> None:
+        self.family = family
+        self.tokens: list[str] = []
+        for number, other in _TOKEN.findall(text.strip()):
+            token = number or other
+            if number and len(number) > 1 and number.startswith("0"):
+                raise ValueError(f"number {number} has a leading zero")
+            if not number and token not in "+-*/()":
+                raise ValueError(f"unexpected character {token!r}")
+            if token in "+-*/" and token not in family.operators and not (token == "-" and family.negative):
+                raise ValueError(f"operator {token!r} is not allowed here (allowed: {' '.join(family.operators)})")
+            if token in "()" and not family.parentheses:
+                raise ValueError("parentheses are not allowed here")
+            self.tokens.append(token)
+        self.at = 0
+        self.out: list[str] = []
+        self.literals: list[str] = []
+        self.exact = True
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise ValueError("the expression ends where a number is expected")
+        self.at += 1
+        return token
+
+    def expression(self) -> int:
+        value = self.product()
+        while self.peek() in ("+", "-") and self.peek() in self.family.operators:
+            operator = self.take()
+            self.out.append(operator)
+            right = self.product()
+            value = value + right if operator == "+" else value - right
+        return value
+
+    def product(self) -> int:
+        value = self.operand()
+        while self.peek() in ("*", "/") and self.peek() in self.family.operators:
+            operator = self.take()
+            self.out.append(operator)
+            right = self.operand()
+            if operator == "*":
+                value *= right
+            elif right == 0:
+                raise ValueError("division by zero")
+            else:
+                self.exact = self.exact and value % right == 0
+                value //= right
+        return value
+
+    def operand(self) -> int:
+        token = self.take()
+        sign = ""
+        if token == "-" and self.family.negative:
+            sign, token = "-", self.take()
+        if token.isdigit():
+            self.out.append(sign + token)
+            self.literals.append(token)
+            return -int(token) if sign else int(token)
+        if token == "(":
+            self.out.append(sign + "(")
+            value = self.expression()
+            if self.peek() != ")":
+                raise ValueError("a parenthesis is not closed")
+            self.take()
+            self.out.append(")")
+            return -value if sign else value
+        raise ValueError(f"{token!r} where a number is expected")
+
+
+def parse_expression(family: str, text: str) -> Expression:
+    """``text`` parsed in ``family``'s grammar; ``ValueError`` says what is wrong."""
+    if family not in FAMILIES:
+        raise ValueError(f"{family!r} has no expression grammar; families with one: {', '.join(FAMILIES)}")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the expression is empty")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"the expression is longer than {MAX_CHARS} characters")
+    parser = _Parser(FAMILIES[family], text)
+    try:
+        value = parser.expression()
+    except RecursionError:
+        raise ValueError("the expression nests too deeply") from None
+    if parser.peek() is not None:
+        raise ValueError(f"unexpected {parser.peek()!r} after a complete expression")
+    if len(parser.literals) < 2:
+        raise ValueError("the expression needs at least two numbers")
+    return Expression(
+        text=" ".join(parser.out),
+        value=value,
+        terms=len(parser.literals),
+        digits=max(len(literal) for literal in parser.literals),
+        exact=parser.exact,
+    )
+
+
+def expression_pattern(family: str, max_terms: int, max_digits: int) -> str:
+    """A regular expression for ``family``'s canonical expressions of 2 to ``max_terms`` numbers of at most ``max_digits``
+    digits (parentheses are not balanced by it: :func:`parse_expression` checks them), for constrained decoding."""
+    grammar = FAMILIES[family]
+    number = ("-?" if grammar.negative else "") + f"(0|[1-9][0-9]{{0,{max_digits - 1}}})"
+    operator = "[" + re.escape(grammar.operators) + "]"
+    more = f"{{1,{max(max_terms - 1, 1)}}}"
+    if not grammar.parentheses:
+        return f"^{number}( {operator} {number}){more}$"
+    opening = ("-?" if grammar.negative else "") + r"\("
+    return rf"^({opening} )*{number}( \))*( {operator} ({opening} )*{number}( \))*){more}$"
+
+
+__all__ = ["FAMILIES", "Expression", "ExpressionFamily", "parse_expression", "expression_pattern"]
