@@ -100,11 +100,12 @@ def played(run_dir: Path) -> dict[tuple[int, str], tuple[str, float]]:
     return {(epoch, task_id): (key, sum(r) / len(r)) for (epoch, task_id, key), r in attempts.items()}
 
 
-def outcomes(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Per level of the tasks trained on (``name@L`` keys): tasks, mean p_hat and the shares of tasks whose attempts
-    were all wrong (p_hat 0), all right (1) or disagreed (0 < p_hat < 1: the only ones with a GRPO advantage)."""
+def outcomes(tasks: dict[tuple[int, str], tuple[str, float]]) -> dict[str, dict[str, float]]:
+    """Per level of the tasks trained on (``name@L`` keys; ``tasks`` from :func:`played`): tasks, mean p_hat and the
+    shares of tasks whose attempts were all wrong (p_hat 0), all right (1) or disagreed (0 < p_hat < 1: the only ones
+    with a GRPO advantage)."""
     by_level = defaultdict(list)
-    for key, p_hat in played(run_dir).values():
+    for key, p_hat in tasks.values():
         by_level[level(key)].append(p_hat)
     return {
         f"level {lv}": {
@@ -134,19 +135,26 @@ def price(
     r_env = [alpha_reward(p, settings["alpha"], settings["beta"]) for p in p_hats]
     row: dict[str, Any] = {"tasks": len(p_hats), "in_band": float(in_band.mean()), "pay": {}}
     for lam in (settings["lam"], *lams):
-        paid = np.where(in_band, [rwr_weight(r, lam) / rwr_weight(1.0, lam) for r in r_env], 0.0)
+        at_alpha = rwr_weight(1.0, lam)
+        paid = np.where(in_band, [rwr_weight(r, lam) / at_alpha for r in r_env], 0.0)
         means = paid[rng.integers(0, len(p_hats), size=(resamples, len(p_hats)))].mean(axis=1)
         low, high = np.percentile(means, [2.5, 97.5])
         row["pay"][float(lam)] = (float(paid.mean()), float(low), float(high))
     return row
 
 
-def pay(run_dir: Path, lams: tuple[float, ...] = (), resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """What the simulator's update pays (:func:`price`) per family key played and, where the run has a task pool, for
-    the proposals written at the requested key against those written at another."""
+def pay(
+    run_dir: Path,
+    tasks: dict[tuple[int, str], tuple[str, float]],
+    lams: tuple[float, ...] = (),
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """What the simulator's update pays (:func:`price`) for the run's played ``tasks`` (:func:`played`) per family key
+    and, where the run has a task pool, for the proposals written at the requested key against those written at
+    another."""
     settings = curriculum_settings(run_dir)
     rng = np.random.default_rng(seed)
-    tasks = played(run_dir)
     groups: dict[str, list[float]] = defaultdict(list)
     for key, p_hat in sorted(tasks.values(), key=lambda kp: (kp[0].rpartition("@")[0], level(kp[0]) or 0, kp[0])):
         groups[key].append(p_hat)
@@ -197,10 +205,10 @@ def main() -> None:
         command += " --lam " + " ".join(f"{lam:g}" for lam in args.lam)
     tables = []
     for run_dir in args.run_dirs:
-        trained = has_traces(run_dir)
-        tables.append(table(run_dir.name, response(run_dir, args.data_dir), outcomes(run_dir) if trained else None))
-        if trained and (run_dir / ".hydra" / "config.yaml").exists():
-            tables.append(pay_table(pay(run_dir, tuple(args.lam))))
+        tasks = played(run_dir) if has_traces(run_dir) else None
+        tables.append(table(run_dir.name, response(run_dir, args.data_dir), outcomes(tasks) if tasks else None))
+        if tasks and (run_dir / ".hydra" / "config.yaml").exists():
+            tables.append(pay_table(pay(run_dir, tasks, tuple(args.lam))))
     text = "\n".join([f"Written by `{command}`.\n", *tables])
     print(text)
     if args.output:

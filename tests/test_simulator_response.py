@@ -49,7 +49,7 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
     assert result["instruction harder"] == {"n": 2, "at_request": 0.5, "mean_offset": 0.5, "offsets": {0: 1, 1: 1}}
     assert result["instruction easier"]["offsets"] == {-1: 1} and result["instruction none"]["at_request"] == 1.0
     assert result["epoch 0"]["n"] == 2 and result["epoch 1"]["mean_offset"] == -0.5
-    outcomes = script.outcomes(tmp_path / "run")
+    outcomes = script.outcomes(script.played(tmp_path / "run"))
     assert outcomes == {
         "level 1": {"tasks": 1, "mean_p_hat": 0.5, "p_hat_0": 0.0, "p_hat_1": 0.0, "disagree": 1.0},
         "level 2": {"tasks": 1, "mean_p_hat": 0.0, "p_hat_0": 1.0, "p_hat_1": 0.0, "disagree": 0.0},
@@ -72,7 +72,7 @@ def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alph
     asked = [{"epoch": 0, "family": "chain_sum@1", "messages": [{}], "task": {"task_id": task}} for task in "ac"]
     asked.append({"epoch": 1, "family": "chain_sum@2", "messages": [{}], "task": {"task_id": "b"}})  # not played then
     (run / "pools" / "tasks.jsonl").write_text("".join(json.dumps(record) + "\n" for record in asked))
-    paid = script.pay(run, lams=(5.0,))
+    paid = script.pay(run, script.played(run), lams=(5.0,))
     assert list(paid) == ["chain_sum@1", "chain_sum@2", "at the requested key", "at another key"]
     assert paid["at the requested key"] == paid["chain_sum@1"]
     assert paid["at another key"]["tasks"] == 1 and paid["at another key"]["in_band"] == 1.0
