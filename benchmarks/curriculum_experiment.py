@@ -79,31 +79,6 @@ TESTBEDS: dict[str, tuple[list[str], float, float]] = {
         0.5,
         0.4,
     ),
-    # reasoning_gym with one change: the simulator writes each task's expression, not a seed that picks it (a
-    # per-task difficulty handle; genenv/benchmarks/reasoning_gym_expressions.py). The longest level-4 expression
-    # needs about 70 new tokens (digits are single tokens), so the simulator gets 96.
-    "reasoning_gym_expressions": (
-        [
-            "+bench=reasoning_gym",
-            "model=qwen05",
-            "coevolution.epochs=8",
-            "coevolution.tasks_per_epoch=32",
-            "coevolution.simulator_batch_size=16",
-            "coevolution.simulator_max_new_tokens=96",
-            "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
-            "bench.options.task_spec=expression",
-            "bench.options.validation_per_level=14",
-            "coevolution.validation_limit=210",
-            "coevolution.validation_every=2",
-            "agent.num_generations=8",
-            "agent.learning_rate=1e-4",
-            "agent.temperature=0.6",
-            "agent.max_new_tokens=128",
-            "agent.max_turns=1",
-        ],
-        0.5,
-        0.4,
-    ),
     "apibank": (
         [
             "+bench=apibank",
@@ -147,6 +122,15 @@ TESTBEDS: dict[str, tuple[list[str], float, float]] = {
         0.4,
     ),
 }
+
+#: reasoning_gym with one change: the simulator writes each task's expression, not a seed that picks it (a per-task
+#: difficulty handle; genenv/benchmarks/reasoning_gym_expressions.py). The longest level-4 expression needs about 70
+#: new tokens (digits are single tokens), so the simulator gets 96.
+TESTBEDS["reasoning_gym_expressions"] = (
+    [o for o in TESTBEDS["reasoning_gym"][0] if not o.startswith("coevolution.simulator_max_new_tokens=")]
+    + ["coevolution.simulator_max_new_tokens=96", "bench.options.task_spec=expression"],
+    *TESTBEDS["reasoning_gym"][1:],
+)
 
 
 def run_name(curriculum: str, seed: int) -> str:
