@@ -521,10 +521,11 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         name, _, allowed = self._requested(family)
         items = [t for t in self.load_tasks("train") if t.gold["family"] == name and t.gold["level"] in allowed]
         if self.task_spec == "expression":
+            expressions = [_example_expression(t) for t in items]
             specs = [
-                {"family": name, "expression": _example_expression(t)}
-                for t in items
-                if self._measured_level(name, _example_expression(t)) in allowed
+                {"family": name, "expression": text}
+                for text in expressions
+                if self._measured_level(name, text) in allowed
             ]
         else:
             specs = [{key: t.gold[key] for key in ("family", "level", "seed")} for t in items]
@@ -557,7 +558,6 @@ class ReasoningGymAdapter(BenchmarkAdapter):
                 raise ValueError("'expression' must be a string")
             expression = parse_expression(name, obj["expression"])
             level = self._level_of(name, expression.terms, expression.digits)
-            seed = None
         else:
             level, seed = obj["level"], obj["seed"]
             for key, value in (("level", level), ("seed", seed)):
@@ -575,7 +575,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             if level not in allowed:
                 step = self.level_step
                 raise ValueError(f"level {level} is more than level_step={step} from the requested {family!r}")
-        if seed is None:
+        if self.task_spec == "expression":
             return self._written_task(name, level, expression)
         try:
             return self._task(name, level, seed % HELD_OUT_SEED, "train", source="generated", spec_seed=seed)

@@ -46,7 +46,10 @@ class ExpressionFamily:
 FAMILIES: dict[str, ExpressionFamily] = {
     "basic_arithmetic": ExpressionFamily("+-*/", parentheses=True, negative=True, question="Calculate {}."),
     "chain_sum": ExpressionFamily(
-        "+-", parentheses=False, negative=False, question="State the final answer to the following arithmetic problem: {} ="
+        "+-",
+        parentheses=False,
+        negative=False,
+        question="State the final answer to the following arithmetic problem: {} =",
     ),
     "products": ExpressionFamily(
         "*",
@@ -174,8 +177,9 @@ def parse_expression(family: str, text: str) -> Expression:
 
 
 def expression_pattern(family: str, max_terms: int, max_digits: int) -> str:
-    """A regular expression for ``family``'s canonical expressions of 2 to ``max_terms`` numbers of at most ``max_digits``
-    digits (parentheses are not balanced by it: :func:`parse_expression` checks them), for constrained decoding."""
+    """A regular expression for ``family``'s canonical expressions of 2 to ``max_terms`` numbers of at most
+    ``max_digits`` digits (parentheses are not balanced by it: :func:`parse_expression` checks them), for constrained
+    decoding."""
     grammar = FAMILIES[family]
     number = ("-?" if grammar.negative else "") + f"(0|[1-9][0-9]{{0,{max_digits - 1}}})"
     operator = "[" + re.escape(grammar.operators) + "]"
