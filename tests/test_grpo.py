@@ -275,9 +275,10 @@ def rowwise_generator(tokenizer):
     return generate
 
 
-def train_three_steps(tmp_path, adapter, tasks, skip: bool):
+def train_three_steps(tmp_path, adapter, tasks, skip: bool, **overrides):
     """GRPO steps on ``tasks`` with scripted episodes: the trainer, its metrics and its training forward passes."""
-    config = tiny_config(tmp_path / str(skip), skip_zero_advantage=skip, shuffle_tasks=False)
+    folder = tmp_path / f"{skip}-{len(tasks)}-{sorted(overrides.items())}"
+    config = tiny_config(folder, skip_zero_advantage=skip, shuffle_tasks=False, **overrides)
     trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
     tokenizer = trainer.tokenizer
     trainer._generator = lambda: rowwise_generator(tokenizer)  # the same episodes in both runs
@@ -309,6 +310,29 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(state[key][moment], plain_state[key][moment])
         assert state[key]["step"] == plain_state[key]["step"] == 3
+
+
+def test_skipping_zero_advantage_steps_leaves_weights_and_moments_alone(tmp_path):
+    """With ``skip_zero_advantage_steps`` a step of uniform groups changes nothing: (uniform, graded, uniform) ends
+    where (graded) alone does, AdamW's step count included (up to float rounding: TRL batches the two runs'
+    tensors differently), while in TRL's update AdamW's momentum moves every weight on by about the learning rate."""
+    adapter = HalfSolvableToyAdapter()
+    uniform, graded = adapter.uniform_and_graded()
+    filtered, metrics, forwards = train_three_steps(
+        tmp_path, adapter, [uniform[0], graded[0], uniform[1]], skip=True, skip_zero_advantage_steps=True
+    )
+    alone, _, _ = train_three_steps(tmp_path, adapter, [graded[0]], skip=True, skip_zero_advantage_steps=True)
+    trl, _, _ = train_three_steps(tmp_path, adapter, [uniform[0], graded[0], uniform[1]], skip=True)
+    assert metrics["skipped_batches"] == 2 and metrics["steps"] == 3
+    for (name, p), q in zip(filtered.model.named_parameters(), alone.model.parameters()):
+        assert torch.allclose(p, q, rtol=0, atol=1e-5), name
+    drift = max((p - q).abs().max().item() for p, q in zip(trl.model.parameters(), filtered.model.parameters()))
+    assert drift > 1e-3  # learning rate 1e-2: the momentum step is of that order, rounding is 1e-5 at most
+    state, alone_state = (t.trainer.optimizer.state_dict()["state"] for t in (filtered, alone))
+    assert state.keys() == alone_state.keys() and state
+    for key in state:
+        assert state[key]["step"] == alone_state[key]["step"] == 1
+        assert torch.allclose(state[key]["exp_avg"], alone_state[key]["exp_avg"], rtol=1e-3, atol=1e-9)
 
 
 DDP_SKIP_SCRIPT = """

@@ -24,7 +24,8 @@ The trainer itself (advantages, clipping, KL, optimizer, accelerate, PEFT, vLLM 
 ``GRPOTrainer``, unmodified except for three hooks (:class:`_GenEnvGRPOTrainer`): the rollout function sees the
 dataset rows (the ``task`` column) of the prompts it is asked to play, CTranslate2 rollouts get TRL's
 importance-sampling correction, and a micro-batch whose advantages are all zero skips its forward and backward pass
-(its gradient is zero; ``GRPOAgentConfig.skip_zero_advantage``).
+(its gradient is zero; ``GRPOAgentConfig.skip_zero_advantage``) and, optionally, leaves the weights and the
+optimizer's moments untouched (``GRPOAgentConfig.skip_zero_advantage_steps``).
 
 Token layout and masking
 ------------------------
@@ -150,6 +151,13 @@ class GRPOAgentConfig:
             step with zero gradients, Adam momentum included); only TRL's per-batch ``entropy``/``clip_ratio``
             logs lose that micro-batch. With LoRA dropout the random stream shifts, so runs differ by sampling
             noise. Off: TRL computes every micro-batch.
+        skip_zero_advantage_steps: also leave the weights alone where such micro-batches make up a whole
+            optimizer step. In TRL, AdamW steps on the zero gradient and its momentum keeps moving the weights in
+            the direction of the last informative step (about ten steps more of it, with ``beta1 = 0.9``); with
+            one task per step and most tasks solved by all or none of their G episodes, most steps are such
+            steps. On: those micro-batches leave no gradient, so AdamW skips every weight and its moments, as if
+            the group had been filtered out before the step (the filter of DAPO's dynamic sampling, without
+            refilling the batch). Off: TRL's update.
     """
 
     num_generations: int = 4
@@ -183,6 +191,7 @@ class GRPOAgentConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     grpo_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_zero_advantage: bool = True
+    skip_zero_advantage_steps: bool = False
 
     def __post_init__(self) -> None:
         check_types(self, "agent")
@@ -255,6 +264,7 @@ def _make_trainer_class():
 
         _genenv_rows: list[dict[str, Any]] | None = None
         skip_zero_advantage = False
+        skip_zero_advantage_steps = False
         skipped_batches = 0  # micro-batches whose forward and backward pass were skipped (zero advantages)
 
         def correct_engine_logprobs(self) -> None:
@@ -277,8 +287,11 @@ def _make_trainer_class():
             return bool(self.accelerator.gather(zero.reshape(1)).min() > 0)  # every process skips, or none
 
         def _compute_loss(self, model, inputs):
-            if self.skip_zero_advantage and self._zero_advantage(inputs):
+            skip = self.skip_zero_advantage or self.skip_zero_advantage_steps
+            if skip and self._zero_advantage(inputs):
                 self.skipped_batches += 1
+                if self.skip_zero_advantage_steps:  # no gradient at all: AdamW passes over weights without one
+                    return torch.zeros((), device=self.accelerator.device, requires_grad=True)
                 # The zero gradient TRL's loss would give, without the forward pass: the optimizer steps as in TRL.
                 return sum((p.sum() * 0.0 for p in model.parameters() if p.requires_grad), torch.zeros(()))
             if self.use_vllm or "importance_sampling_ratio" not in inputs:
@@ -432,6 +445,7 @@ class GRPOAgentTrainer:
                 callbacks=[self._metrics.callback],
             )
         self.trainer.skip_zero_advantage = config.skip_zero_advantage
+        self.trainer.skip_zero_advantage_steps = config.skip_zero_advantage_steps
         if self._own_reference:
             self._attach_reference_model(beta)
         # The stand-alone engine: rollouts with ctranslate2, and validation episodes (hf unless ctranslate2).
