@@ -135,6 +135,7 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     source = tmp_path / "genenv-s0"
     (source / "checkpoints" / "warm-start").mkdir(parents=True)
     (source / "checkpoints" / "warm-start" / "state.json").write_text(json.dumps({"metrics": {}, "seconds": 9.0}))
+    assert driver.keep_warm_start(source, seed=0) is None  # the trainer has not written its settings yet
     (source / ".hydra").mkdir()
     (source / ".hydra" / "overrides.yaml").write_text("- model=qwen05\n- curriculum=genenv\n- run_dir=/x\n")
     assert driver.keep_warm_start(source, seed=0) == tmp_path / "warm-start-s0"
