@@ -20,7 +20,6 @@ Frobenius norm of the change over that of the warm start's own update, from the 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -28,12 +27,23 @@ import sys
 from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from curriculum_experiment import RESULTS, ROOT, TESTBEDS, command, run_name, shared_warm_start  # noqa: E402
+from curriculum_experiment import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    TESTBEDS,
+    command,
+    run_name,
+    seed_overrides,
+    shared_warm_start,
+    warm_start_settings,
+)
 
 from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics  # noqa: E402
+from genenv.experiment import load_experiment  # noqa: E402
 
 PROBES = ROOT / "runs" / "agent_update_probe"
 EXPERIMENT_RUNS = ROOT / "runs" / "curriculum_experiment"
@@ -76,8 +86,8 @@ def experiment_records(testbed: str, curriculum: str, seed: int) -> list[dict]:
     run_dir = EXPERIMENT_RUNS / testbed / run_name(curriculum, seed)
     if (run_dir / "metrics.jsonl").exists():
         return read_metrics(run_dir)
-    copy = RESULTS / testbed / "runs" / f"{run_name(curriculum, seed)}.jsonl"
-    return [json.loads(line) for line in copy.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [m for run in load_experiment([RESULTS / testbed / "runs" / f"{run_name(curriculum, seed)}.jsonl"])
+            for m in run.metrics]  # fmt: skip
 
 
 def row(label: str, note: str, epoch: int, scored: dict, warm: list[float], moved_by: str, paired: str) -> str:
@@ -108,9 +118,9 @@ def report(args: argparse.Namespace) -> str:
         probe = stages(records)
         reference = stages(experiment_records(args.testbed, curriculum, seed))
         reference_dir = EXPERIMENT_RUNS / args.testbed / run_name(curriculum, seed)
-        own = [o for o in (run_dir / ".hydra" / "overrides.yaml").read_text(encoding="utf-8").splitlines()
-               if o.strip("- ") not in TESTBEDS[args.testbed][0] and "=" in o and "seed=" not in o
-               and not o.strip("- ").startswith(("curriculum=", "run_dir=", "resume="))]  # fmt: skip
+        shared = {*TESTBEDS[args.testbed][0], *seed_overrides(seed)}
+        overrides = warm_start_settings(list(OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")))
+        note = ", ".join(o for o in overrides if o not in shared)  # what the probe set on top of the testbed
         lines.append(f"| warm start (seed {seed}) | | - | {warm['score']:.3f} | | | 0 |")
         for epoch in sorted(e for e in reference if e <= max(probe)):
             moved_by = drift(reference_dir, epoch, start_update)
@@ -121,7 +131,6 @@ def report(args: argparse.Namespace) -> str:
             if epoch in reference:
                 d = [a - b for a, b in zip(scored["task_scores"], reference[epoch]["task_scores"])]
                 paired = f"{statistics.mean(d):+.3f} ({statistics.stdev(d) / len(d) ** 0.5:.3f})"
-            note = ", ".join(o.strip("- ") for o in own)
             lines.append(
                 row(name, note, epoch, scored, warm["task_scores"], drift(run_dir, epoch, start_update), paired)
             )
