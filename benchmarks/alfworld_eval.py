@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import episode_summary, evaluate
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -79,7 +79,7 @@ def main() -> None:
         "wall_seconds": seconds,
         "seconds_per_game": seconds / len(tasks),
         "model_load_seconds": load_seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "load_average": os.getloadavg(),
         "episodes": [episode_summary(adapter, episode) for episode in episodes],
     }

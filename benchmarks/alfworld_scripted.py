@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -27,6 +26,7 @@ from genenv.benchmarks.alfworld.games import read_game, room_kind
 from genenv.benchmarks.alfworld.planner import Planner
 from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_scripted.json"
 
@@ -143,7 +143,7 @@ def main() -> None:
     if args.plan_games:
         report["planner"] = plan_games(adapter, args.plan_games, args.planner_timeout)
         print(json.dumps({"planner": report["planner"]}, indent=1))
-    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report["peak_rss_mb"] = peak_rss_mb()
     report["load_average_at_end"] = os.getloadavg()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=1) + "\n")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shlex
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bamboogle_smollm2.json"
 OVERRIDES = ["+bench=bamboogle", "bench.options.reward=em", "max_turns=3", "max_new_tokens=64", "batch_size=16"]
@@ -57,7 +58,7 @@ def main() -> None:
         "wall_time_s": round(seconds, 1),
         "cpu": f"{os.cpu_count()} CPU cores, shared: load average {load_before[0]:.1f} at the start, "
         f"{load_after[0]:.1f} at the end",
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        "peak_rss_mb": round(peak_rss_mb(children=True)),
         "how_answered": summary,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

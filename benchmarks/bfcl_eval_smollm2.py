@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,6 +35,7 @@ from genenv.benchmarks.bfcl.adapter import MAXIMUM_STEP_LIMIT
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
 from genenv.config import model_few_shot
 from genenv.evaluate import claim_output_dir, evaluate_with_journal
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"
 ALL_CATEGORIES = ",".join(AST_NON_LIVE + AST_LIVE + RELEVANCE + MULTI_TURN)
@@ -131,7 +131,7 @@ def _result(args: argparse.Namespace, metrics: dict[str, float], categories: dic
         "groups": {k: v for k, v in metrics.items() if "/" not in k},
         "categories": categories,
         "seconds": seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
     }

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import evaluate
 from genenv.learning_curve import bootstrap_interval, paired_difference
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
@@ -204,7 +204,7 @@ def main() -> None:
         "held_out_before": sum(before) / len(before),
         "runs": [curve(spec, tasks, validation, before, args) for spec in args.engines],
         "load_end": uptime(),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     for run in record["runs"]:
         steps = run["steps"]

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from genenv.agents.rollout import few_shot_conversation, hf_generator, shown_exc
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
 from genenv.envs.tool_env import ToolEnv
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PROMPTS = "reasoning_gym:train"
@@ -136,7 +136,7 @@ def main() -> None:
     path = RESULTS / f"engine_throughput{suffix}.json"
 
     def save() -> None:  # after every section, so a run stopped early keeps what it measured
-        record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        record["peak_rss_mb"] = peak_rss_mb()
         path.write_text(json.dumps(record, indent=1) + "\n")
 
     record["prompt_tokens_mean"] = statistics.mean(len(p) for p in pool)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-4", "chain_sum@0-4", "products@0-4"]  # the curriculum experiment's ladder
@@ -105,7 +105,7 @@ def main() -> None:
         times = off[kind]["mean_step_time"], on[kind]["mean_step_time"]
         record[f"{kind}_step_ratio"] = times[0] / times[1] if None not in times else None
     record["load_end"] = uptime()
-    record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    record["peak_rss_mb"] = peak_rss_mb()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: record[k] for k in ("uniform_step_ratio", "informative_step_ratio")}))

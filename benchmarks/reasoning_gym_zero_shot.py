@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import sys
 import time
 from collections import defaultdict
@@ -32,6 +31,7 @@ from genenv.agents.models import load_policy
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.config import model_few_shot
 from genenv.evaluate import evaluate
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHORTLIST = (
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> None:
         "reasoning_gym_version": adapter.version,
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "seconds": round(seconds, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": round(peak_rss_mb()),
         "metrics": summary["metrics"],
         "qualifying_rule": f"strictly between {args.low} and {args.high} at some level: the mean score (what the "
         "curriculum's p_hat averages), or the solve rate",

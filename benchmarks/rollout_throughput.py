@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from genenv.agents.models import load_policy
 from genenv.agents.rollout import play_envs
 from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -132,7 +132,7 @@ def main() -> None:
             }
             for name, runs in rounds.items()
         },
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "rollout_throughput.json"

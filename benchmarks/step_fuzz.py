@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import tempfile
 import time
@@ -31,6 +30,7 @@ from typing import Any
 import psutil
 
 from genenv.envs.tool_env import ToolEnv
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results" / "step_fuzz.json"
 LIMIT = 32_768
@@ -274,7 +274,7 @@ def main() -> None:
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "wall_seconds": round(time.perf_counter() - started, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": round(peak_rss_mb()),
         "envs": results,
     }
     if not args.only:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.coevolution import CoEvolutionTrainer
 from genenv.config import CONFIG_DIR
+from genenv.machine import peak_rss_mb
 from genenv.train import genenv_config
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,7 +55,7 @@ def main(overrides: list[str]) -> None:
             | {"agent_step_seconds": m["agent"].get("step_time"), "validation": m["validation"].get("score")}
             for m in history
         ],
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"train_epoch_{config.benchmark}{name}.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from genenv.evaluate import JOURNAL
+from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = {"smollm2": "embedded SmolLM2-135M-Instruct", "qwen05": "Qwen2.5-Coder-0.5B-Instruct"}
@@ -85,7 +85,7 @@ def main() -> None:
         cmd = [sys.executable, "-m", "genenv.evaluate", "+bench=travelplanner", *overrides, f"output_dir={out}"]
         subprocess.run(cmd, check=True)
         seconds = time.perf_counter() - start
-        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        peak_gb = peak_rss_mb(children=True) / 1024
         results = json.loads((out / "results.json").read_text())
         played = results["n_tasks"] - earlier
         wall_time = f"{seconds / 60:.1f} min for {played} queries ({earlier} played before), peak RSS {peak_gb:.1f} GB"

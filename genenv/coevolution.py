@@ -32,7 +32,6 @@ import json
 import logging
 import math
 import os
-import resource
 import shutil
 import time
 from collections import Counter
@@ -61,6 +60,7 @@ from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrain
 from genenv.envs.expert import expert_conversation
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
+from genenv.machine import load_average, peak_rss_mb
 from genenv.pools import JsonlPool, TaskPool, TracePool
 from genenv.reporting import MetricsReporter
 from genenv.run_lock import RunLock, make_run_dir
@@ -370,7 +370,8 @@ class CoEvolutionTrainer:
             "generated_tasks": self._generated_tasks(),
             "seconds": time.perf_counter() - start,
             "stage_seconds": stages,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
+            "load_average": load_average(),  # 1, 5, 15 min at the epoch's end: the load beside its times
         }
         metrics = json.loads(json.dumps(metrics, default=float))
         self._checkpoint(epoch, metrics)

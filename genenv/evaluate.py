@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import resource
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -34,6 +33,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.envs.tool_env import ToolEnv
+from genenv.machine import load_average, peak_rss_mb
 from genenv.pools import RESERVED_KEYS, JsonlPool
 
 logger = logging.getLogger(__name__)
@@ -214,10 +214,10 @@ def run(cfg: DictConfig) -> Path:
             "seconds": seconds,
             "seconds_per_task": None if continued else seconds / len(tasks),
             "continued": continued,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
             "torch_threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(),
-            "load_average_at_end": os.getloadavg(),
+            "load_average_at_end": load_average(),
         },
         "config": OmegaConf.to_container(cfg, resolve=True),
         "episodes": records,

@@ -327,18 +327,30 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
     return "\n".join(lines + budget(runs)) + "\n"
 
 
+def load(run: Run) -> str:
+    """The mean of the 15-minute load averages the run's epochs recorded at their ends (``-`` if none did), with how
+    many epochs recorded one when not all did."""
+    loads = [m["load_average"][2] for m in run.metrics if m.get("load_average")]
+    if not loads:
+        return "-"
+    share = "" if len(loads) == len(run.metrics) else f" ({len(loads)} of {len(run.metrics)} epochs)"
+    return f"{np.mean(loads):.1f}{share}"
+
+
 def budget(runs: list[Run]) -> list[str]:
-    """Markdown lines: each run's epochs, agent episodes and wall hours, and where the time went (``stage_seconds``,
-    summed over its epochs; epochs written before stage times were recorded count in the total only)."""
+    """Markdown lines: each run's epochs, agent episodes and wall hours, the load they ran under, and where the time
+    went (``stage_seconds``, summed over its epochs; epochs written before stage times were recorded count in the
+    total only)."""
     stages = sorted({name for run in runs for m in run.metrics for name in m.get("stage_seconds") or {}})
-    lines = ["", "## Budget (wall time on each run's machine; the README says the load)", "",
-             "| run | epochs | agent episodes | hours | " + " | ".join(f"{s} h" for s in stages) + " |",
-             "|---|---|---|---|" + "---|" * len(stages)]  # fmt: skip
+    lines = ["", "## Budget (wall time on each run's machine; load: the 15-minute load average at the end of each "
+             "epoch, mean over the epochs that recorded it)", "",
+             "| run | epochs | agent episodes | hours | load | " + " | ".join(f"{s} h" for s in stages) + " |",
+             "|---|---|---|---|---|" + "---|" * len(stages)]  # fmt: skip
     for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
         episodes = sum(int((m.get("agent") or {}).get("episodes", 0)) for m in run.metrics)
         hours = sum(float(m.get("seconds", 0.0)) for m in run.metrics) / 3600
         per_stage = [sum(float((m.get("stage_seconds") or {}).get(s, 0.0)) for m in run.metrics) / 3600 for s in stages]
-        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | "
+        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | {load(run)} | "
                      + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
     shared = [f"{run.curriculum} s{run.seed} from {run.metrics[0]['warm_start_shared_from']}"
               for run in sorted(runs, key=lambda r: (r.seed, r.curriculum))

@@ -106,9 +106,21 @@ def test_report_and_figures(experiment, tmp_path):
     assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
     assert "| genenv s0 | 0.10, 0.50 | 100% | 2/4, 1/4 | 16 | 0.0200 |" in text
     assert "| random | [0, 1] | 0.000 [0.000, 0.000] | 0.000, 0.000 |" in text
-    assert "| run | epochs | agent episodes | hours | agent h | validation h |" in text
-    assert "| random s2 | 1 | 32 | 0.50 | 0.25 | 0.10 |" in text
-    assert "| genenv s0 | 2 | 64 | 1.00 | 0.50 | 0.20 |" in text
+    assert "| run | epochs | agent episodes | hours | load | agent h | validation h |" in text
+    assert "| random s2 | 1 | 32 | 0.50 | - | 0.25 | 0.10 |" in text  # written before epochs recorded the load
+    assert "| genenv s0 | 2 | 64 | 1.00 | - | 0.50 | 0.20 |" in text
     paths = plot_experiment(experiment, tmp_path / "figures", alpha=0.5, band_k=0.2)
     assert [p.name for p in paths] == ["held_out.png", "p_hat.png", "level_mix.png", "kl_and_data_efficiency.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_budget_states_the_load_the_epochs_recorded(tmp_path):
+    """The 15-minute load average at each epoch's end, averaged over the epochs that recorded it, beside the hours."""
+    loaded = [_record("genenv", 0, epoch, [1.0, 0.0]) | {"load_average": [9.0, 9.0, load]}
+              for epoch, load in enumerate([2.0, 3.0])]  # fmt: skip
+    resumed = [_record("random", 0, 0, [1.0, 0.0]), _record("random", 0, 1, [1.0, 0.0]) | {"load_average": [1, 1, 2.5]}]
+    _write(tmp_path, "genenv", 0, loaded)
+    _write(tmp_path, "random", 0, resumed)
+    text = report(load_experiment(tmp_path.glob("*.jsonl")), alpha=0.5, band_k=0.2)
+    assert "| genenv s0 | 2 | 64 | 1.00 | 2.5 | 0.50 | 0.20 |" in text
+    assert "| random s0 | 2 | 64 | 1.00 | 2.5 (1 of 2 epochs) | 0.50 | 0.20 |" in text

@@ -65,6 +65,7 @@ def test_two_epochs_with_unparsable_simulator_output(tmp_path):
         assert metrics["fresh_tasks"] == 0 and metrics["rejects"] == metrics["proposals"] == 2
         assert metrics["agent"]["steps"] >= 1 and metrics["replay_tasks"] == 2
         assert "api_call_accuracy" in metrics["validation"] and metrics["peak_rss_mb"] > 0
+        assert len(metrics["load_average"]) == 3 and min(metrics["load_average"]) >= 0  # the load beside the times
     tasks, traces = TaskPool(tmp_path / "pools"), TracePool(tmp_path / "pools")
     assert tasks.committed_epoch == traces.committed_epoch == 1
     assert len(tasks.rejects()) == 4 and all(r["reject_reason"] for r in tasks.rejects())
