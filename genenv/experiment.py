@@ -4,7 +4,8 @@ An experiment is a set of co-evolution runs, one per (curriculum, seed), that sc
 every stage (``validation.task_scores``: before training, after the warm start, after every epoch). This module
 reads their ``metrics.jsonl`` records and reports, with 95% bootstrap intervals:
 
-- the held-out curve of each curriculum (mean over seeds; interval over seeds);
+- the held-out curve of each curriculum (mean over seeds; interval over seeds), and its gain over its own warm start
+  (paired by seed and task);
 - the final difference GenEnv minus each other curriculum, paired by seed and by task (intervals over seeds, and
   over seeds and tasks together: a two-level bootstrap);
 - p_hat per epoch against the alpha band, and the share of epochs after the first whose p_hat lies inside it;
@@ -31,8 +32,8 @@ from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa:
 from genenv.plot import _save, mix_group  # noqa: E402
 
 __all__ = [
-    "Run", "band_share", "difference", "held_out_curves", "in_band_by_curriculum", "in_band_tasks", "load_experiment",
-    "plot_experiment", "report",
+    "Run", "band_share", "difference", "gain_over_warm_start", "held_out_curves", "in_band_by_curriculum",
+    "in_band_tasks", "load_experiment", "plot_experiment", "report",
 ]  # fmt: skip
 
 REFERENCE = "genenv"
@@ -120,7 +121,30 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
         if len(ours) != len(theirs):
             raise ValueError(f"seed {s}, {stage}: {reference} and {other} scored different held-out sets")
         diffs.append(np.asarray(ours) - np.asarray(theirs))
-    rng = np.random.default_rng(seed)
+    return {"reference": reference, "other": other, "stage": stage, "seeds": seeds,
+            **_paired(diffs, np.random.default_rng(seed))}  # fmt: skip
+
+
+def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dict[str, Any] | None:
+    """The curriculum's held-out score at the last epoch all its seeds reached minus its own warm start's, paired by
+    seed and task (intervals as :func:`difference`'s): whether its training made the agent better at all; with the
+    tasks that went down and up, summed over seeds. ``None`` before an epoch with held-out scores."""
+    staged = [dict(r.stages()) for r in sorted(runs, key=lambda r: r.seed) if r.curriculum == curriculum]
+    seeds = [r.seed for r in sorted(runs, key=lambda r: r.seed) if r.curriculum == curriculum]
+    if not staged or not all("warm start" in s for s in staged):
+        return None
+    epochs = [st for st in _stage_order(staged) if st.startswith("epoch ") and all(st in s for s in staged)]
+    if not epochs:
+        return None
+    diffs = [np.asarray(s[epochs[-1]]) - np.asarray(s["warm start"]) for s in staged]
+    moved = {"down": int(sum((d < 0).sum() for d in diffs)), "up": int(sum((d > 0).sum() for d in diffs))}
+    return {"curriculum": curriculum, "stage": epochs[-1], "seeds": seeds,
+            **_paired(diffs, np.random.default_rng(seed)), **moved}  # fmt: skip
+
+
+def _paired(diffs: list[np.ndarray], rng: np.random.Generator) -> dict[str, Any]:
+    """The mean over seeds of per-task paired differences (one array per seed), with a 95% bootstrap interval that
+    resamples seeds, then tasks within each seed (``interval``), and one over seeds only (``interval_seeds``)."""
     seed_means = np.array([d.mean() for d in diffs])
     two_level = np.empty(BOOTSTRAP_SAMPLES)
     for b in range(BOOTSTRAP_SAMPLES):
@@ -128,10 +152,8 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
         two_level[b] = np.mean([diffs[i][rng.integers(len(diffs[i]), size=len(diffs[i]))].mean() for i in picked])
     low, high = _quantiles(two_level)
     seeds_low, seeds_high = bootstrap_interval(seed_means, rng)
-    return {
-        "reference": reference, "other": other, "stage": stage, "seeds": seeds, "difference": float(seed_means.mean()),
-        "interval": [low, high], "interval_seeds": [seeds_low, seeds_high], "per_seed": [float(d) for d in seed_means],
-    }  # fmt: skip
+    return {"difference": float(seed_means.mean()), "interval": [low, high], "interval_seeds": [seeds_low, seeds_high],
+            "per_seed": [float(d) for d in seed_means]}  # fmt: skip
 
 
 def _stage_order(staged: list[Any]) -> list[str]:
@@ -286,6 +308,15 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
         cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" for p in points}
         seeds = sorted(r.seed for r in runs if r.curriculum == curriculum)
         lines.append(f"| {curriculum} | {seeds} | " + " | ".join(cells.get(s, "-") for s in order) + " |")
+    lines += ["", "## Each curriculum minus its own warm start at the last epoch all its seeds reached (paired by seed "
+              "and task: did training make the agent better?)", "",
+              "| curriculum | stage | seeds | gain | 95% interval (seeds x tasks) | 95% interval (seeds) | per seed | "
+              "tasks down / up |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for curriculum in curves:
+        gain = gain_over_warm_start(runs, curriculum)
+        if gain is not None:
+            lines.append(f"| {curriculum} | {gain['stage']} | {gain['seeds']} | {_paired_cells(gain)} | "
+                         f"{gain['down']} / {gain['up']} |")  # fmt: skip
     lines += ["", f"## {REFERENCE} minus each other curriculum at the last stage both reached", ""]
     lines += ["| other | stage | seeds | difference | 95% interval (seeds x tasks) | 95% interval (seeds) | per seed |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -294,12 +325,7 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
         if diff is None:
             lines.append(f"| {other} | - | - | - | - | - | - |")
             continue
-        low, high = diff["interval"]
-        s_low, s_high = diff["interval_seeds"]
-        lines.append(
-            f"| {other} | {diff['stage']} | {diff['seeds']} | {diff['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | "
-            f"[{s_low:+.3f}, {s_high:+.3f}] | {', '.join(f'{d:+.3f}' for d in diff['per_seed'])} |"
-        )
+        lines.append(f"| {other} | {diff['stage']} | {diff['seeds']} | {_paired_cells(diff)} |")
     lines += ["", f"## p_hat against the band |p_hat - {alpha}| <= {band_k}", "",
               "| run | p_hat per epoch | epochs after the first inside the band | tasks in the band per epoch | "
               "generated tasks | simulator KL (last) |",
@@ -325,6 +351,13 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"| {', '.join(f'{v:.3f}' for v in share['per_seed'].values())} | {none} | {every} |"
         )
     return "\n".join(lines + budget(runs)) + "\n"
+
+
+def _paired_cells(paired: dict[str, Any]) -> str:
+    """Difference, both intervals and the per-seed differences of :func:`_paired` as Markdown cells."""
+    (low, high), (s_low, s_high) = paired["interval"], paired["interval_seeds"]
+    per_seed = ", ".join(f"{d:+.3f}" for d in paired["per_seed"])
+    return f"{paired['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | [{s_low:+.3f}, {s_high:+.3f}] | {per_seed}"
 
 
 def load(run: Run) -> str:

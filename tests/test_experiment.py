@@ -8,6 +8,7 @@ import pytest
 from genenv.experiment import (
     band_share,
     difference,
+    gain_over_warm_start,
     held_out_curves,
     in_band_by_curriculum,
     load_experiment,
@@ -69,6 +70,25 @@ def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experime
     assert diff["interval_seeds"] == pytest.approx([0.5, 0.5])  # every seed differs by the same amount
 
 
+def test_gain_over_warm_start_pairs_each_seed_with_its_own_warm_start(experiment, tmp_path):
+    gain = gain_over_warm_start(experiment, "genenv")  # warm start 0 0 0 0, epoch 1: 1 1 1 0 on every seed
+    assert gain["stage"] == "epoch 1" and gain["seeds"] == [0, 1, 2]
+    assert gain["difference"] == pytest.approx(0.75) and gain["interval_seeds"] == pytest.approx([0.75, 0.75])
+    assert (gain["down"], gain["up"]) == (0, 9)
+    assert gain_over_warm_start(experiment, "random")["stage"] == "epoch 0"  # the last epoch all three seeds reached
+    assert gain_over_warm_start(experiment, "offline") is None
+    # a run that got worse on one task and better on another: no gain, one task down and one up
+    record = _record("genenv", 0, 0, [0.0, 1.0, 1.0, 0.0])
+    record["validation_warm_start"] = {"task_scores": [1.0, 0.0, 1.0, 0.0]}
+    _write(tmp_path, "genenv", 0, [record])
+    even = gain_over_warm_start(load_experiment([tmp_path / "genenv-s0.jsonl"]), "genenv")
+    assert (
+        even["difference"] == 0
+        and (even["down"], even["up"]) == (1, 1)
+        and even["interval"][0] < 0 < even["interval"][1]
+    )
+
+
 def test_difference_refuses_different_held_out_sets(tmp_path):
     _write(tmp_path, "genenv", 0, [_record("genenv", 0, 0, [1.0, 0.0])])
     _write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0, 0.0, 1.0])])
@@ -104,6 +124,14 @@ def test_records_without_a_seed_are_refused(tmp_path):
 def test_report_and_figures(experiment, tmp_path):
     text = report(experiment, alpha=0.5, band_k=0.2)
     assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
+    assert (
+        "| genenv | epoch 1 | [0, 1, 2] | +0.750 | [+0.500, +1.000] | [+0.750, +0.750] | +0.750, +0.750, +0.750 |"
+        in text
+    )
+    assert (
+        "| random | epoch 0 | [0, 1, 2] | +0.250 | [+0.000, +0.500] | [+0.250, +0.250] | +0.250, +0.250, +0.250 |"
+        in text
+    )
     assert "| genenv s0 | 0.10, 0.50 | 100% | 2/4, 1/4 | 16 | 0.0200 |" in text
     assert "| random | [0, 1] | 0.000 [0.000, 0.000] | 0.000, 0.000 |" in text
     assert "| run | epochs | agent episodes | hours | load | agent h | validation h |" in text
