@@ -126,17 +126,17 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
 
 
 def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dict[str, Any] | None:
-    """The curriculum's held-out score at the last epoch all its seeds reached minus its own warm start's, paired by
-    seed and task (intervals as :func:`difference`'s): whether its training made the agent better at all; with the
-    tasks that went down and up, summed over seeds. ``None`` before an epoch with held-out scores."""
-    staged = [dict(r.stages()) for r in sorted(runs, key=lambda r: r.seed) if r.curriculum == curriculum]
-    seeds = [r.seed for r in sorted(runs, key=lambda r: r.seed) if r.curriculum == curriculum]
-    if not staged or not all("warm start" in s for s in staged):
-        return None
-    epochs = [st for st in _stage_order(staged) if st.startswith("epoch ") and all(st in s for s in staged)]
+    """The curriculum's held-out score at the last scored epoch it reached minus its own warm start's, over the seeds
+    that reached that epoch, paired by seed and task (intervals as :func:`difference`'s): whether its training made
+    the agent better at all; with the tasks that went down and up, summed over seeds. ``None`` before an epoch with
+    held-out scores."""
+    by_seed = {r.seed: dict(r.stages()) for r in runs if r.curriculum == curriculum}
+    by_seed = {s: staged for s, staged in sorted(by_seed.items()) if "warm start" in staged}
+    epochs = [st for st in _stage_order(list(by_seed.values())) if st.startswith("epoch ")]
     if not epochs:
         return None
-    diffs = [np.asarray(s[epochs[-1]]) - np.asarray(s["warm start"]) for s in staged]
+    seeds = [s for s, staged in by_seed.items() if epochs[-1] in staged]
+    diffs = [np.asarray(by_seed[s][epochs[-1]]) - np.asarray(by_seed[s]["warm start"]) for s in seeds]
     moved = {"down": int(sum((d < 0).sum() for d in diffs)), "up": int(sum((d > 0).sum() for d in diffs))}
     return {"curriculum": curriculum, "stage": epochs[-1], "seeds": seeds,
             **_paired(diffs, np.random.default_rng(seed)), **moved}  # fmt: skip
@@ -308,8 +308,8 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
         cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" for p in points}
         seeds = sorted(r.seed for r in runs if r.curriculum == curriculum)
         lines.append(f"| {curriculum} | {seeds} | " + " | ".join(cells.get(s, "-") for s in order) + " |")
-    lines += ["", "## Each curriculum minus its own warm start at the last epoch all its seeds reached (paired by seed "
-              "and task: did training make the agent better?)", "",
+    lines += ["", "## Each curriculum minus its own warm start at the last scored epoch it reached (over the seeds "
+              "that reached it, paired by seed and task: did training make the agent better?)", "",
               "| curriculum | stage | seeds | gain | 95% interval (seeds x tasks) | 95% interval (seeds) | per seed | "
               "tasks down / up |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for curriculum in curves:
