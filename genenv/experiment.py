@@ -115,12 +115,8 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
         return None
     stage = final[-1]
     seeds = [s for s in shared if stage in reached[s]]
-    diffs = []
-    for s in seeds:
-        ours, theirs = by_seed[(reference, s)][stage], by_seed[(other, s)][stage]
-        if len(ours) != len(theirs):
-            raise ValueError(f"seed {s}, {stage}: {reference} and {other} scored different held-out sets")
-        diffs.append(np.asarray(ours) - np.asarray(theirs))
+    diffs = [_task_differences(by_seed[(reference, s)][stage], by_seed[(other, s)][stage],
+                               f"seed {s}, {stage}: {reference} and {other}") for s in seeds]  # fmt: skip
     return {"reference": reference, "other": other, "stage": stage, "seeds": seeds,
             **_paired(diffs, np.random.default_rng(seed))}  # fmt: skip
 
@@ -136,10 +132,18 @@ def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dic
     if not epochs:
         return None
     seeds = [s for s, staged in by_seed.items() if epochs[-1] in staged]
-    diffs = [np.asarray(by_seed[s][epochs[-1]]) - np.asarray(by_seed[s]["warm start"]) for s in seeds]
+    diffs = [_task_differences(by_seed[s][epochs[-1]], by_seed[s]["warm start"],
+                               f"{curriculum} seed {s}: {epochs[-1]} and the warm start") for s in seeds]  # fmt: skip
     moved = {"down": int(sum((d < 0).sum() for d in diffs)), "up": int(sum((d > 0).sum() for d in diffs))}
     return {"curriculum": curriculum, "stage": epochs[-1], "seeds": seeds,
             **_paired(diffs, np.random.default_rng(seed)), **moved}  # fmt: skip
+
+
+def _task_differences(ours: list[float], theirs: list[float], what: str) -> np.ndarray:
+    """Task-by-task ``ours - theirs``; ``what`` names the two in the error when they scored different held-out sets."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"{what} scored different held-out sets")
+    return np.asarray(ours) - np.asarray(theirs)
 
 
 def _paired(diffs: list[np.ndarray], rng: np.random.Generator) -> dict[str, Any]:

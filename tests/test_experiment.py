@@ -90,6 +90,14 @@ def test_gain_over_warm_start_pairs_each_seed_with_its_own_warm_start(experiment
     )
 
 
+def test_gain_refuses_a_warm_start_scored_on_other_tasks(tmp_path):
+    record = _record("genenv", 0, 0, [1.0, 0.0])
+    record["validation_warm_start"] = {"task_scores": [1.0, 0.0, 1.0]}
+    _write(tmp_path, "genenv", 0, [record])
+    with pytest.raises(ValueError, match="genenv seed 0: epoch 0 and the warm start scored different held-out sets"):
+        gain_over_warm_start(load_experiment(tmp_path.glob("*.jsonl")), "genenv")
+
+
 def test_difference_refuses_different_held_out_sets(tmp_path):
     _write(tmp_path, "genenv", 0, [_record("genenv", 0, 0, [1.0, 0.0])])
     _write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0, 0.0, 1.0])])
