@@ -364,7 +364,7 @@ def _paired_cells(paired: dict[str, Any]) -> str:
     return f"{paired['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | [{s_low:+.3f}, {s_high:+.3f}] | {per_seed}"
 
 
-def load(run: Run) -> str:
+def mean_load(run: Run) -> str:
     """The mean of the 15-minute load averages the run's epochs recorded at their ends (``-`` if none did), with how
     many epochs recorded one when not all did."""
     loads = [m["load_average"][2] for m in run.metrics if m.get("load_average")]
@@ -387,8 +387,8 @@ def budget(runs: list[Run]) -> list[str]:
         episodes = sum(int((m.get("agent") or {}).get("episodes", 0)) for m in run.metrics)
         hours = sum(float(m.get("seconds", 0.0)) for m in run.metrics) / 3600
         per_stage = [sum(float((m.get("stage_seconds") or {}).get(s, 0.0)) for m in run.metrics) / 3600 for s in stages]
-        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | {load(run)} | "
-                     + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
+        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | "
+                     f"{mean_load(run)} | " + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
     shared = [f"{run.curriculum} s{run.seed} from {run.metrics[0]['warm_start_shared_from']}"
               for run in sorted(runs, key=lambda r: (r.seed, r.curriculum))
               if run.metrics and run.metrics[0].get("warm_start_shared_from")]  # fmt: skip
