@@ -8,9 +8,12 @@ and per instruction of the prompt ("write a harder / easier / similar task", or 
 task's family key (``adapter.family``) is the requested one and, for keys that end in a level (``name@L``, as
 reasoning-gym's do), the mean level written minus the level requested. A simulator that follows the agent writes
 higher levels when told "harder" than when told "easier"; one that copies the request writes offset 0 whatever it is
-told, and then the level mix is the trainer's uniform draw of keys, not a curriculum. A second table per run gives,
-per level of the tasks the agent trained on (``pools/traces.jsonl``), how the attempts at a task came out: only tasks
-whose attempts disagree carry a GRPO advantage, so it bounds what choosing the level can gain. A third table gives, per
+told, and then the level mix is the trainer's uniform draw of keys, not a curriculum. The same counts per requested
+level and instruction compare instructions where the simulator may move the same ways (asked for the lowest level, it
+can only stay or go up, whatever it is told), and with a run whose simulator is shown no history (``none``), such as
+a random curriculum's. A second table per run gives, per level of the tasks the agent trained on
+(``pools/traces.jsonl``), how the attempts at a task came out: only tasks whose attempts disagree carry a GRPO
+advantage, so it bounds what choosing the level can gain. A third table gives, per
 family key the agent played, what the simulator's update pays for writing it: the mean RWR weight ``exp(lambda R_env)``
 of its tasks (0 outside the band, as the update leaves them out), over ``exp(lambda)`` (a task at ``p_hat = alpha``
 pays 1), with a 95% bootstrap interval over tasks, and the same for the proposals written at the requested key
@@ -74,7 +77,8 @@ def summarise(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
 
 
 def response(run_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
-    """Per instruction and per epoch: how the written family key relates to the requested one."""
+    """Per instruction, per epoch and per requested level and instruction: how the written family key relates to the
+    requested one."""
     records = proposals(run_dir)
     adapter = get_benchmark(records[0]["task"]["benchmark"], data_dir=data_dir)
     rows = defaultdict(list)
@@ -83,6 +87,8 @@ def response(run_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
         row = (record["family"], written, instruction(record["messages"]))
         rows[("instruction", row[2])].append(row)
         rows[("epoch", record["epoch"])].append(row)
+        if level(record["family"]) is not None:
+            rows[("requested level", f"{level(record['family'])}, {row[2]}")].append(row)
     return {f"{kind} {value}": summarise(group) for (kind, value), group in sorted(rows.items(), key=str)}
 
 

@@ -49,6 +49,8 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
     assert result["instruction harder"] == {"n": 2, "at_request": 0.5, "mean_offset": 0.5, "offsets": {0: 1, 1: 1}}
     assert result["instruction easier"]["offsets"] == {-1: 1} and result["instruction none"]["at_request"] == 1.0
     assert result["epoch 0"]["n"] == 2 and result["epoch 1"]["mean_offset"] == -0.5
+    assert result["requested level 1, harder"]["offsets"] == {0: 1, 1: 1}
+    assert result["requested level 1, easier"]["offsets"] == {-1: 1} and result["requested level 0, none"]["n"] == 1
     outcomes = script.outcomes(script.played(tmp_path / "run"))
     assert outcomes == {
         "level 1": {"tasks": 1, "mean_p_hat": 0.5, "p_hat_0": 0.0, "p_hat_1": 0.0, "disagree": 1.0},
