@@ -13,13 +13,12 @@ level and instruction compare instructions where the simulator may move the same
 can only stay or go up, whatever it is told), and with a run whose simulator is shown no history (``none``), such as
 a random curriculum's. A second table per run gives, per level of the tasks the agent trained on
 (``pools/traces.jsonl``), how the attempts at a task came out: only tasks whose attempts disagree carry a GRPO
-advantage, so it bounds what choosing the level can gain. A third table gives, per
-family key the agent played, what the simulator's update pays for writing it: the mean RWR weight ``exp(lambda R_env)``
-of its tasks (0 outside the band, as the update leaves them out), over ``exp(lambda)`` (a task at ``p_hat = alpha``
-pays 1), with a 95% bootstrap interval over tasks, and the same for the proposals written at the requested key
-against those written at another; ``alpha``, ``beta``, ``k`` and ``lambda`` are the run's
-(``.hydra/config.yaml``), and ``--lam`` adds columns for other lambdas. RWR can only teach the simulator to prefer
-a key that pays more than the one it writes now.
+advantage, so it bounds what choosing the level can gain. A third table gives, per family key the agent played, what
+the simulator's update pays for writing it: the mean RWR weight ``exp(lambda R_env)`` of its tasks (0 outside the
+band, as the update leaves them out), over ``exp(lambda)`` (a task at ``p_hat = alpha`` pays 1), with a 95% bootstrap
+interval over tasks, and the same for the proposals written at the requested key against those written at another;
+``alpha``, ``beta``, ``k`` and ``lambda`` are the run's (``.hydra/config.yaml``), and ``--lam`` adds columns for other
+lambdas. RWR can only teach the simulator to prefer a key that pays more than the one it writes now.
 """
 
 from __future__ import annotations
@@ -84,11 +83,13 @@ def response(run_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
     rows = defaultdict(list)
     for record in records:
         written = adapter.family(Task(**record["task"]))
-        row = (record["family"], written, instruction(record["messages"]))
-        rows[("instruction", row[2])].append(row)
+        told = instruction(record["messages"])
+        row = (record["family"], written, told)
+        rows[("instruction", told)].append(row)
         rows[("epoch", record["epoch"])].append(row)
-        if level(record["family"]) is not None:
-            rows[("requested level", f"{level(record['family'])}, {row[2]}")].append(row)
+        requested = level(record["family"])
+        if requested is not None:
+            rows[("requested level", f"{requested}, {told}")].append(row)
     return {f"{kind} {value}": summarise(group) for (kind, value), group in sorted(rows.items(), key=str)}
 
 
