@@ -18,7 +18,12 @@ The curricula of one seed share one warm start: the first run of seed S to finis
 with the same settings but its curriculum starts from that copy instead of redoing it. The warm start does not depend
 on the curriculum (it comes before anything the curriculum changes), so the runs are paired from the same agent and
 each saves the warm start and two held-out scorings. Epoch 0's record of such a run names the run it came from
-(``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs.
+(``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs. A run waits while
+a running run of its seed still makes that warm start (runs of other seeds start meanwhile).
+
+A run whose folder a live trainer already holds (another driver's, or one a stopped driver left running) is never
+started twice: it counts against ``--jobs`` until it ends, and the driver continues it if it ended unfinished. So a
+driver can be stopped and started again, with other options, while its runs go on.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from omegaconf import OmegaConf
 from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
 from genenv.run_archive import holds_run, pack_run, unpack_run
+from genenv.run_lock import RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
@@ -221,6 +227,30 @@ def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | No
     return source
 
 
+def held_elsewhere(run_dir: Path) -> bool:
+    """Whether a live trainer holds the run's folder: one another driver started, or one a stopped driver left
+    running. The driver counts it as busy and never starts a second trainer on that folder (nor a third run)."""
+    return RunLock(run_dir).live_holder() is not None
+
+
+def making_warm_start(run_dir: Path) -> bool:
+    """Whether a busy run is still before its warm-start checkpoint (no such checkpoint and no epoch recorded)."""
+    return not (run_dir / CHECKPOINTS / WARM_START / "state.json").exists() and not read_metrics(run_dir)
+
+
+def next_startable(pending: list[tuple[str, int]], root: Path, busy: list[tuple[str, int]]) -> tuple[str, int] | None:
+    """The first pending (curriculum, seed) that may start beside the ``busy`` (run name, seed) runs.
+
+    A run waits while its seed has no shared warm start and a busy run of that seed is still making one: started
+    now, it would make the same warm start a second time. Runs of other seeds go first meanwhile.
+    """
+    for curriculum, seed in pending:
+        has_copy = (shared_warm_start(root, seed) / CHECKPOINTS / WARM_START / "state.json").exists()
+        if has_copy or not any(s == seed and making_warm_start(root / name) for name, s in busy):
+            return curriculum, seed
+    return None
+
+
 def ignored_by_git(path: Path) -> bool:
     """Whether git would leave ``path`` out of a commit (False outside a git work tree)."""
     where = next(folder for folder in path.absolute().parents if folder.is_dir())
@@ -308,18 +338,33 @@ def run(args: argparse.Namespace) -> None:
     # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
     environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}
     running: list[tuple[str, int, subprocess.Popen, float]] = []
-    while pending or running:
-        while pending and len(running) < args.jobs:
-            curriculum, seed = pending.pop(0)
+    elsewhere: list[tuple[str, int]] = []  # pending runs a trainer this driver did not start holds
+    while pending or running or elsewhere:
+        for entry in [e for e in pending if held_elsewhere(root / run_name(*e))]:
+            pending.remove(entry)
+            elsewhere.append(entry)
+            print(f"{run_name(*entry)}: another trainer holds it; it counts against --jobs until it ends", flush=True)
+        for entry in [e for e in elsewhere if not held_elsewhere(root / run_name(*e))]:
+            elsewhere.remove(entry)
+            if finished(root / run_name(*entry), epochs):
+                print(f"{run_name(*entry)}: finished by another trainer", flush=True)
+                rebuild(args.testbed, args.runs_root, args.results_root, args.commit)
+            else:
+                pending.insert(0, entry)  # it stopped before its last epoch: this driver continues it
+        busy = [(name, seed) for name, seed, _, _ in running] + [(run_name(*e), e[1]) for e in elsewhere]
+        while len(busy) < args.jobs and (entry := next_startable(pending, root, busy)) is not None:
+            pending.remove(entry)
+            curriculum, seed = entry
             run_dir = root / run_name(curriculum, seed)
             share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
                                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
             running.append((run_name(curriculum, seed), seed, process, time.time()))
+            busy.append((run_name(curriculum, seed), seed))
             print(f"started {run_name(curriculum, seed)} (pid {process.pid}, log {log.name})", flush=True)
         time.sleep(5)
-        for name, seed, _, _ in running:
+        for name, seed in busy:
             keep_warm_start(root / name, seed)
         for entry in [e for e in running if e[2].poll() is not None]:
             running.remove(entry)

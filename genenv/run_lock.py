@@ -98,6 +98,12 @@ class RunLock:
                 self.path.unlink(missing_ok=True)
             self.held = False
 
+    def live_holder(self) -> dict[str, Any] | None:
+        """The record (pid, host, since) of the live trainer that holds the folder, or None when it is free or its
+        lock is stale; what :meth:`acquire` would stop on, asked without taking the lock."""
+        holder = self._holder()
+        return holder if holder is not None and self._alive(holder) else None
+
     def __enter__(self) -> RunLock:
         self.acquire()
         return self

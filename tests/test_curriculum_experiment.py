@@ -5,12 +5,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import REPO, data_dir
 from hydra import compose, initialize_config_dir
 
 from genenv.config import CONFIG_DIR
+from genenv.run_lock import LOCK_FILE
 from genenv.train import genenv_config
 
 TINY = [
@@ -155,3 +157,63 @@ def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
     (unfinished / "checkpoints" / "warm-start").mkdir(parents=True)  # a driver killed while copying
     driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
     assert not (tmp_path / "results" / "reasoning_gym" / driver.STATE).exists()
+
+
+def _hold(run_dir):
+    """A live process that holds ``run_dir``'s lock as a trainer would (kill it to let go)."""
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+    return holder
+
+
+def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp_path):
+    driver = _load_driver()
+    run_dir = tmp_path / "runs" / "reasoning_gym" / "genenv-s0"
+    assert not driver.held_elsewhere(run_dir)
+    holder = _hold(run_dir)
+    out = tmp_path / "driver.out"
+    try:
+        assert driver.held_elsewhere(run_dir)
+        command = [sys.executable, "benchmarks/curriculum_experiment.py", "run", "reasoning_gym", "--curricula",
+                   "genenv", "random", "--seeds", "0", "--jobs", "1", "--runs-root", str(tmp_path / "runs"),
+                   "--results-root", str(tmp_path / "results"), "--set", *TINY]  # fmt: skip
+        with out.open("w") as stdout:
+            process = subprocess.Popen(command, cwd=REPO, stdout=stdout, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 120
+            while "another trainer holds it" not in out.read_text() and process.poll() is None:
+                assert time.time() < deadline, out.read_text()
+                time.sleep(0.5)
+            time.sleep(2)
+            assert process.poll() is None, out.read_text()
+        finally:
+            process.kill()
+            process.wait()
+    finally:
+        holder.kill()
+        holder.wait()
+    text = out.read_text()
+    assert "genenv-s0: another trainer holds it" in text and "started" not in text  # --jobs 1 is taken by it
+    assert not driver.held_elsewhere(run_dir)  # its holder is gone: a stale lock holds nothing
+
+
+def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_share(tmp_path):
+    driver = _load_driver()
+    pending = [("random", 0), ("static", 1)]
+    busy = [("genenv-s0", 0)]
+    assert driver.next_startable(pending, tmp_path, busy) == ("static", 1)  # genenv-s0 is making seed 0's
+    assert driver.next_startable(pending[:1], tmp_path, busy) is None
+    assert driver.next_startable(pending, tmp_path, []) == ("random", 0)
+    checkpoint = tmp_path / "genenv-s0" / "checkpoints" / "warm-start"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "state.json").write_text("{}")
+    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # made: the driver keeps a copy of it
+    (checkpoint / "state.json").unlink()
+    (tmp_path / "genenv-s0" / "metrics.jsonl").write_text(json.dumps({"epoch": 3}) + "\n")
+    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # a resumed run made it long ago
+    (tmp_path / "genenv-s0" / "metrics.jsonl").unlink()
+    copy = driver.shared_warm_start(tmp_path, 0) / "checkpoints" / "warm-start"
+    copy.mkdir(parents=True)
+    (copy / "state.json").write_text("{}")
+    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # the seed's shared copy exists
