@@ -188,6 +188,11 @@ def shared_warm_start(testbed_root: Path, seed: int) -> Path:
     return testbed_root / SHARED_WARM_START.format(seed=seed)
 
 
+def warm_start_state(run_dir: Path) -> Path:
+    """The ``state.json`` of a run folder's warm-start checkpoint (written last: the checkpoint is complete)."""
+    return run_dir / CHECKPOINTS / WARM_START / "state.json"
+
+
 def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
     """Copy ``run_dir``'s warm-start checkpoint, once it exists, to the seed's shared copy beside it (if there is none
     yet), with the run's settings; returns the copy. The trainer writes that checkpoint by renaming a complete folder,
@@ -195,12 +200,12 @@ def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
     source = run_dir / CHECKPOINTS / WARM_START
     copy = shared_warm_start(run_dir.parent, seed)
     overrides = run_dir / ".hydra" / "overrides.yaml"  # written by the trainer as it starts
-    if (copy / CHECKPOINTS).exists() or not (source / "state.json").exists() or not overrides.exists():
+    if (copy / CHECKPOINTS).exists() or not warm_start_state(run_dir).exists() or not overrides.exists():
         return None
     temporary = copy.with_name(copy.name + UNFINISHED_COPY)
     shutil.rmtree(temporary, ignore_errors=True)
     shutil.copytree(source, temporary / CHECKPOINTS / WARM_START)
-    state_file = temporary / CHECKPOINTS / WARM_START / "state.json"
+    state_file = warm_start_state(temporary)
     state = json.loads(state_file.read_text(encoding="utf-8"))
     state["metrics"]["warm_start_shared_from"] = run_dir.name
     state["seconds"] = 0.0  # a run that starts from the copy spends no time on its warm start
@@ -214,15 +219,15 @@ def keep_warm_start(run_dir: Path, seed: int) -> Path | None:
 def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | None:
     """Start a run that holds nothing yet from its seed's shared warm start, if there is one made with the same
     settings (``overrides``: the run's own, as the testbed and seed give them); returns the run it came from."""
-    copy = shared_warm_start(run_dir.parent, seed) / CHECKPOINTS / WARM_START
-    if holds_run(run_dir) or not (copy / "state.json").exists():
+    copy = warm_start_state(shared_warm_start(run_dir.parent, seed))
+    if holds_run(run_dir) or not copy.exists():
         return None
-    state = json.loads((copy / "state.json").read_text(encoding="utf-8"))
+    state = json.loads(copy.read_text(encoding="utf-8"))
     source = state["metrics"]["warm_start_shared_from"]
     if state["settings"] != warm_start_settings(overrides):
         print(f"{run_dir.name}: not sharing {source}'s warm start (other settings); it does its own", flush=True)
         return None
-    shutil.copytree(copy, run_dir / CHECKPOINTS / WARM_START)
+    shutil.copytree(copy.parent, run_dir / CHECKPOINTS / WARM_START)
     print(f"{run_dir.name}: starts from {source}'s warm start", flush=True)
     return source
 
@@ -235,7 +240,7 @@ def held_elsewhere(run_dir: Path) -> bool:
 
 def making_warm_start(run_dir: Path) -> bool:
     """Whether a busy run is still before its warm-start checkpoint (no such checkpoint and no epoch recorded)."""
-    return not (run_dir / CHECKPOINTS / WARM_START / "state.json").exists() and not read_metrics(run_dir)
+    return not warm_start_state(run_dir).exists() and not read_metrics(run_dir)
 
 
 def next_startable(pending: list[tuple[str, int]], root: Path, busy: list[tuple[str, int]]) -> tuple[str, int] | None:
@@ -245,8 +250,8 @@ def next_startable(pending: list[tuple[str, int]], root: Path, busy: list[tuple[
     now, it would make the same warm start a second time. Runs of other seeds go first meanwhile.
     """
     for curriculum, seed in pending:
-        has_copy = (shared_warm_start(root, seed) / CHECKPOINTS / WARM_START / "state.json").exists()
-        if has_copy or not any(s == seed and making_warm_start(root / name) for name, s in busy):
+        made = warm_start_state(shared_warm_start(root, seed)).exists()
+        if made or not any(s == seed and making_warm_start(root / name) for name, s in busy):
             return curriculum, seed
     return None
 

@@ -1,8 +1,13 @@
-"""Shared fixtures: where the benchmark data is, and the tiny random policy."""
+"""Shared fixtures: where the benchmark data is, the tiny random policy, and a run lock held by a live process."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +31,21 @@ def data_dir(benchmark: str) -> Path:
     if not path.is_dir():
         pytest.skip(f"no {benchmark} data at {path} (set GENENV_DATA_DIR)")
     return path
+
+
+@contextmanager
+def lock_held_by_live_process(run_dir: Path) -> Iterator[int]:
+    """``run_dir``'s run lock, held as a trainer holds it by another live process of this host; yields its pid."""
+    from genenv.run_lock import LOCK_FILE
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,10 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, data_dir
+from conftest import REPO, data_dir, lock_held_by_live_process
 from hydra import compose, initialize_config_dir
 
 from genenv.config import CONFIG_DIR
-from genenv.run_lock import LOCK_FILE
 from genenv.train import genenv_config
 
 TINY = [
@@ -159,21 +158,12 @@ def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
     assert not (tmp_path / "results" / "reasoning_gym" / driver.STATE).exists()
 
 
-def _hold(run_dir):
-    """A live process that holds ``run_dir``'s lock as a trainer would (kill it to let go)."""
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
-    return holder
-
-
 def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp_path):
     driver = _load_driver()
     run_dir = tmp_path / "runs" / "reasoning_gym" / "genenv-s0"
     assert not driver.held_elsewhere(run_dir)
-    holder = _hold(run_dir)
     out = tmp_path / "driver.out"
-    try:
+    with lock_held_by_live_process(run_dir):
         assert driver.held_elsewhere(run_dir)
         command = [sys.executable, "benchmarks/curriculum_experiment.py", "run", "reasoning_gym", "--curricula",
                    "genenv", "random", "--seeds", "0", "--jobs", "1", "--runs-root", str(tmp_path / "runs"),
@@ -190,9 +180,6 @@ def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp
         finally:
             process.kill()
             process.wait()
-    finally:
-        holder.kill()
-        holder.wait()
     text = out.read_text()
     assert "genenv-s0: another trainer holds it" in text and "started" not in text  # --jobs 1 is taken by it
     assert not driver.held_elsewhere(run_dir)  # its holder is gone: a stale lock holds nothing

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, child_env
+from conftest import REPO, child_env, lock_held_by_live_process
 from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 from test_train import tiny_config
@@ -200,16 +200,11 @@ def test_checkpoint_keeps_the_metrics_line_and_old_checkpoints_without_it_still_
 
 
 def test_a_second_trainer_on_a_run_folder_in_use_stops_naming_the_holder(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+    with lock_held_by_live_process(tmp_path) as holder:
         for resume in (False, True):
-            with pytest.raises(RunDirLockedError, match=f"pid {holder.pid}"):
+            with pytest.raises(RunDirLockedError, match=f"pid {holder}"):
                 CoEvolutionTrainer(tiny_config(tmp_path), resume=resume)
         assert not (tmp_path / "pools").exists()  # nothing was touched
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_stale_lock_is_taken_over(tmp_path, caplog):
@@ -228,9 +223,7 @@ def test_another_hosts_lock_is_never_taken_over(tmp_path):
 
 
 def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+    with lock_held_by_live_process(tmp_path) as holder:
         result = subprocess.run(
             [sys.executable, "-m", "genenv.train", "+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}"],
             cwd=REPO,
@@ -238,10 +231,7 @@ def test_the_cli_refuses_a_run_folder_in_use(tmp_path):
             text=True,
             env=child_env(),
         )
-        assert result.returncode != 0 and f"pid {holder.pid}" in result.stderr
-    finally:
-        holder.kill()
-        holder.wait()
+        assert result.returncode != 0 and f"pid {holder}" in result.stderr
 
 
 @pytest.mark.parametrize("target", ["run", "run/new"])
