@@ -102,15 +102,16 @@ def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, 
 
 
 def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: int = 0) -> dict[str, Any] | None:
-    """``reference - other`` at the last stage both reached, over the seeds that reached it in both, paired by seed
-    and task.
+    """``reference - other`` at the last scored epoch both reached, over the seeds that reached it in both, paired by
+    seed and task.
 
     ``interval_seeds`` resamples seeds; ``interval`` resamples seeds, then tasks within each seed (two levels), so it
-    also carries the held-out set's sampling noise. ``None`` when the two share no seed with held-out scores."""
+    also carries the held-out set's sampling noise. ``None`` before the two share a scored epoch of a seed: the start
+    and warm start stages are no comparison (runs of a seed share them)."""
     by_seed = {(r.curriculum, r.seed): dict(r.stages()) for r in runs if r.curriculum in (reference, other)}
     shared = sorted({s for c, s in by_seed if c == reference} & {s for c, s in by_seed if c == other})
     reached = {s: set(by_seed[(reference, s)]) & set(by_seed[(other, s)]) for s in shared}
-    final = [stage for stage in _stage_order(list(reached.values())) if any(stage in s for s in reached.values())]
+    final = [stage for stage in _stage_order(list(reached.values())) if stage.startswith("epoch ")]
     if not final:
         return None
     stage = final[-1]
@@ -321,13 +322,13 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
         if gain is not None:
             lines.append(f"| {curriculum} | {gain['stage']} | {gain['seeds']} | {_paired_cells(gain)} | "
                          f"{gain['down']} / {gain['up']} |")  # fmt: skip
-    lines += ["", f"## {REFERENCE} minus each other curriculum at the last stage both reached", ""]
+    lines += ["", f"## {REFERENCE} minus each other curriculum at the last scored epoch both reached", ""]
     lines += ["| other | stage | seeds | difference | 95% interval (seeds x tasks) | 95% interval (seeds) | per seed |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
     for other in sorted({r.curriculum for r in runs} - {REFERENCE}):
         diff = difference(runs, other)
         if diff is None:
-            lines.append(f"| {other} | - | - | - | - | - | - |")
+            lines.append(f"| {other} | no scored epoch of a seed both reached | - | - | - | - | - |")
             continue
         lines.append(f"| {other} | {diff['stage']} | {diff['seeds']} | {_paired_cells(diff)} |")
     lines += ["", f"## p_hat against the band |p_hat - {alpha}| <= {band_k}", "",

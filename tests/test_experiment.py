@@ -70,6 +70,17 @@ def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experime
     assert diff["interval_seeds"] == pytest.approx([0.5, 0.5])  # every seed differs by the same amount
 
 
+def test_difference_waits_for_a_scored_epoch(tmp_path):
+    """Runs of a seed share the start and the warm start: comparing them there would report a difference of 0."""
+    record = _record("genenv", 0, 0, [1.0, 0.0])
+    del record["validation"]["task_scores"]  # epoch 0 not scored
+    _write(tmp_path, "genenv", 0, [record])
+    _write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0, 1.0])])
+    runs = load_experiment(tmp_path.glob("*.jsonl"))
+    assert difference(runs, "static") is None
+    assert "| static | no scored epoch of a seed both reached |" in report(runs, 0.5, 0.4)
+
+
 def test_gain_over_warm_start_pairs_each_seed_with_its_own_warm_start(experiment, tmp_path):
     gain = gain_over_warm_start(experiment, "genenv")  # warm start 0 0 0 0, epoch 1: 1 1 1 0 on every seed
     assert gain["stage"] == "epoch 1" and gain["seeds"] == [0, 1, 2]
