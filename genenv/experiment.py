@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa: E402
 from genenv.plot import _save, mix_group  # noqa: E402
@@ -260,6 +261,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     ax.axhspan(alpha - band_k, alpha + band_k, color="green", alpha=0.1, label=f"band {alpha} +/- {band_k}")
     ax.axhline(alpha, color="green", linestyle="--", linewidth=1)
     ax.set(title="p_hat on generated tasks per epoch (mean over seeds)", xlabel="epoch", ylabel="p_hat", ylim=(0, 1))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=8)
     paths.append(_save(fig, out / "p_hat.png"))
 
@@ -274,6 +276,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
             ax.bar(list(mix), shares, bottom=bottom, label=group)
             bottom += shares
         ax.set(title=curriculum, xlabel="epoch", ylabel="share of fresh tasks")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if axes[0][-1].get_legend_handles_labels()[0]:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Level mix of the generated tasks (all seeds pooled)")
