@@ -86,16 +86,15 @@ def _quantiles(samples: np.ndarray) -> tuple[float, float]:
 
 
 def held_out_curves(runs: list[Run], seed: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """Per curriculum, per stage reached by all of its seeds: mean held-out score over seeds and its interval."""
+    """Per curriculum, per stage any of its seeds reached: mean held-out score over the seeds that reached it, its
+    interval and how many seeds (fewer at the late stages while some seeds are still running)."""
     rng = np.random.default_rng(seed)
     curves: dict[str, list[dict[str, Any]]] = {}
     for curriculum in sorted({r.curriculum for r in runs}):
         staged = [dict(r.stages()) for r in runs if r.curriculum == curriculum]
         points = []
         for stage in _stage_order(staged):
-            if not all(stage in s for s in staged):
-                break
-            means = np.array([np.mean(s[stage]) for s in staged])
+            means = np.array([np.mean(s[stage]) for s in staged if stage in s])
             low, high = bootstrap_interval(means, rng)
             points.append({"stage": stage, "score": float(means.mean()), "low": low, "high": high, "seeds": len(means)})
         curves[curriculum] = points
@@ -241,17 +240,18 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     fig, ax = plt.subplots(figsize=(7, 4))
-    for curriculum, points in held_out_curves(runs).items():
-        x = range(len(points))
-        ax.plot(
-            x,
-            [p["score"] for p in points],
-            marker="o",
-            label=f"{curriculum} ({points[0]['seeds'] if points else 0} seeds)",
-        )
+    curves = held_out_curves(runs)
+    order = [p["stage"] for p in max(curves.values(), key=len)]
+    for curriculum, points in curves.items():
+        x = [order.index(p["stage"]) for p in points]
+        seeds = [p["seeds"] for p in points] or [0]
+        late = f", {seeds[-1]} at the last stage" if seeds[-1] < seeds[0] else ""
+        ax.plot(x, [p["score"] for p in points], marker="o", label=f"{curriculum} ({seeds[0]} seeds{late})")
         ax.fill_between(x, [p["low"] for p in points], [p["high"] for p in points], alpha=0.2)
-        ax.set_xticks(list(x), [p["stage"] for p in points], rotation=30, fontsize=7)
-    ax.set(title="Held-out score (mean over seeds, 95% bootstrap interval over seeds)", ylabel="score")
+    ax.set_xticks(range(len(order)), order, rotation=30, fontsize=7)
+    ax.set_title("Held-out score: mean over the seeds that reached each stage,\n95% bootstrap interval over seeds",
+                 fontsize=10)  # fmt: skip
+    ax.set_ylabel("score")
     ax.legend(fontsize=8)
     paths.append(_save(fig, out / "held_out.png"))
 
@@ -308,13 +308,15 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
     """The experiment as Markdown: curves, differences, band share, data efficiency."""
     if not runs:
         return "No runs yet.\n"
-    lines = ["## Held-out score per stage (mean over seeds [95% bootstrap interval over seeds])", ""]
+    lines = ["## Held-out score per stage (mean over the seeds that reached it [95% bootstrap interval over seeds]; "
+             "the number of seeds where fewer than all have reached it)", ""]  # fmt: skip
     curves = held_out_curves(runs)
     order = [p["stage"] for p in max(curves.values(), key=len)]
     lines += ["| curriculum | seeds | " + " | ".join(order) + " |", "|---|---|" + "---|" * len(order)]
     for curriculum, points in curves.items():
-        cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" for p in points}
         seeds = sorted(r.seed for r in runs if r.curriculum == curriculum)
+        cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]"
+                 + (f" ({p['seeds']} seeds)" if p["seeds"] < len(seeds) else "") for p in points}  # fmt: skip
         lines.append(f"| {curriculum} | {seeds} | " + " | ".join(cells.get(s, "-") for s in order) + " |")
     lines += ["", "## Each curriculum minus its own warm start at the last scored epoch it reached (over the seeds "
               "that reached it, paired by seed and task: did training make the agent better?)", "",

@@ -53,12 +53,16 @@ def experiment(tmp_path):
     return load_experiment(tmp_path.glob("*.jsonl"))
 
 
-def test_curves_keep_the_stages_every_seed_reached(experiment):
+def test_curves_average_each_stage_over_the_seeds_that_reached_it(experiment):
     curves = held_out_curves(experiment)
     assert [p["stage"] for p in curves["genenv"]] == ["start", "warm start", "epoch 0", "epoch 1"]
-    assert [p["stage"] for p in curves["random"]] == ["start", "warm start", "epoch 0"]  # seed 2 stopped early
+    assert [p["stage"] for p in curves["random"]] == ["start", "warm start", "epoch 0", "epoch 1"]
+    assert [p["seeds"] for p in curves["random"]] == [3, 3, 3, 2]  # seed 2 stopped after epoch 0
     final = curves["genenv"][-1]
     assert final["score"] == pytest.approx(0.75) and final["low"] == final["high"] == pytest.approx(0.75)
+    table = report(experiment, 0.5, 0.4)
+    assert "| random | [0, 1, 2] | " in table and "0.250 [0.250, 0.250] (2 seeds) |" in table
+    assert "0.750 [0.750, 0.750] |" in table  # genenv's epoch 1: every seed, no count
 
 
 def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experiment):
