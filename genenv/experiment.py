@@ -111,7 +111,7 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
     by_seed = {(r.curriculum, r.seed): dict(r.stages()) for r in runs if r.curriculum in (reference, other)}
     shared = sorted({s for c, s in by_seed if c == reference} & {s for c, s in by_seed if c == other})
     reached = {s: set(by_seed[(reference, s)]) & set(by_seed[(other, s)]) for s in shared}
-    final = [stage for stage in _stage_order(list(reached.values())) if stage.startswith("epoch ")]
+    final = _scored_epochs(list(reached.values()))
     if not final:
         return None
     stage = final[-1]
@@ -129,7 +129,7 @@ def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dic
     held-out scores."""
     by_seed = {r.seed: dict(r.stages()) for r in runs if r.curriculum == curriculum}
     by_seed = {s: staged for s, staged in sorted(by_seed.items()) if "warm start" in staged}
-    epochs = [st for st in _stage_order(list(by_seed.values())) if st.startswith("epoch ")]
+    epochs = _scored_epochs(list(by_seed.values()))
     if not epochs:
         return None
     seeds = [s for s, staged in by_seed.items() if epochs[-1] in staged]
@@ -164,6 +164,11 @@ def _paired(diffs: list[np.ndarray], rng: np.random.Generator) -> dict[str, Any]
 def _stage_order(staged: list[Any]) -> list[str]:
     """The stages of the run that reached the most, in order (every run's stages are a prefix of the same list)."""
     return sorted(set().union(*staged), key=_stage_rank) if staged else []
+
+
+def _scored_epochs(staged: list[Any]) -> list[str]:
+    """The epoch stages among :func:`_stage_order`'s (not the start and warm start that runs of a seed share)."""
+    return [stage for stage in _stage_order(staged) if stage.startswith("epoch ")]
 
 
 def _stage_rank(stage: str) -> tuple[int, int]:
