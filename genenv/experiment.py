@@ -266,7 +266,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     ax.axhspan(alpha - band_k, alpha + band_k, color="green", alpha=0.1, label=f"band {alpha} +/- {band_k}")
     ax.axhline(alpha, color="green", linestyle="--", linewidth=1)
     ax.set(title="p_hat on generated tasks per epoch (mean over seeds)", xlabel="epoch", ylabel="p_hat", ylim=(0, 1))
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_epoch_ticks(ax)
     ax.legend(fontsize=8)
     paths.append(_save(fig, out / "p_hat.png"))
 
@@ -281,7 +281,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
             ax.bar(list(mix), shares, bottom=bottom, label=group)
             bottom += shares
         ax.set(title=curriculum, xlabel="epoch", ylabel="share of fresh tasks")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _integer_epoch_ticks(ax)
     if axes[0][-1].get_legend_handles_labels()[0]:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Level mix of the generated tasks (all seeds pooled)")
@@ -307,6 +307,12 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
             ax.legend(fontsize=8)
     paths.append(_save(fig, out / "kl_and_data_efficiency.png"))
     return paths
+
+
+def _integer_epoch_ticks(ax: Any) -> None:
+    """Whole epochs on the x axis, also when a panel holds one epoch (``MaxNLocator`` drops ``integer`` below
+    ``min_n_ticks`` integers in view and labelled a lone epoch 0 from -0.4 to 0.4)."""
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def report(runs: list[Run], alpha: float, band_k: float) -> str:

@@ -163,6 +163,25 @@ def test_report_and_figures(experiment, tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
+def test_epoch_axes_tick_whole_epochs_also_for_a_one_epoch_run(experiment, tmp_path, monkeypatch):
+    import genenv.experiment as module
+
+    saved = {}
+
+    def keep(fig, path):
+        saved[path.name] = fig
+        return path
+
+    monkeypatch.setattr(module, "_save", keep)
+    one_epoch = experiment + load_experiment([_write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0] * 4)])])
+    plot_experiment(one_epoch, tmp_path / "figures", alpha=0.5, band_k=0.2)
+    (static_panel,) = [ax for ax in saved["level_mix.png"].axes if ax.get_title() == "static"]
+    low, high = static_panel.get_xlim()
+    assert [t for t in static_panel.get_xticks() if low <= t <= high] == [0]
+    p_hat_axis = saved["p_hat.png"].axes[0]
+    assert all(float(t).is_integer() for t in p_hat_axis.get_xticks())
+
+
 def test_budget_states_the_load_the_epochs_recorded(tmp_path):
     """The 15-minute load average at each epoch's end, averaged over the epochs that recorded it, beside the hours."""
     loaded = [_record("genenv", 0, epoch, [1.0, 0.0]) | {"load_average": [9.0, 9.0, load]}
