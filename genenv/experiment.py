@@ -251,7 +251,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
         x = [order.index(p["stage"]) for p in points]
         seeds = [p["seeds"] for p in points] or [0]
         late = f", {seeds[-1]} at the last stage" if seeds[-1] < seeds[0] else ""
-        ax.plot(x, [p["score"] for p in points], marker="o", label=f"{curriculum} ({seeds[0]} seeds{late})")
+        ax.plot(x, [p["score"] for p in points], marker="o", label=f"{curriculum} ({_seed_count(seeds[0])}{late})")
         ax.fill_between(x, [p["low"] for p in points], [p["high"] for p in points], alpha=0.2)
     ax.set_xticks(range(len(order)), order, rotation=30, fontsize=7)
     ax.set_title("Held-out score: mean over the seeds that reached each stage,\n95% bootstrap interval over seeds",
@@ -309,6 +309,10 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     return paths
 
 
+def _seed_count(n: int) -> str:
+    return f"{n} seed" if n == 1 else f"{n} seeds"
+
+
 def _integer_epoch_ticks(ax: Any) -> None:
     """Whole epochs on the x axis, also when a panel holds one epoch (``MaxNLocator`` drops ``integer`` below
     ``min_n_ticks`` integers in view and labelled a lone epoch 0 from -0.4 to 0.4)."""
@@ -327,7 +331,7 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
     for curriculum, points in curves.items():
         seeds = sorted(r.seed for r in runs if r.curriculum == curriculum)
         cells = {p["stage"]: f"{p['score']:.3f} [{p['low']:.3f}, {p['high']:.3f}]"
-                 + (f" ({p['seeds']} seeds)" if p["seeds"] < len(seeds) else "") for p in points}  # fmt: skip
+                 + (f" ({_seed_count(p['seeds'])})" if p["seeds"] < len(seeds) else "") for p in points}  # fmt: skip
         lines.append(f"| {curriculum} | {seeds} | " + " | ".join(cells.get(s, "-") for s in order) + " |")
     lines += ["", "## Each curriculum minus its own warm start at the last scored epoch it reached (over the seeds "
               "that reached it, paired by seed and task: did training make the agent better?)", "",

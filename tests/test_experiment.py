@@ -65,6 +65,12 @@ def test_curves_average_each_stage_over_the_seeds_that_reached_it(experiment):
     assert "0.750 [0.750, 0.750] |" in table  # genenv's epoch 1: every seed, no count
 
 
+def test_a_stage_one_seed_reached_says_one_seed(tmp_path):
+    _write(tmp_path, "random", 0, [_record("random", 0, 0, [1.0, 0.0]), _record("random", 0, 1, [1.0, 1.0])])
+    _write(tmp_path, "random", 1, [_record("random", 1, 0, [1.0, 0.0])])
+    assert "1.000 [1.000, 1.000] (1 seed) |" in report(load_experiment(tmp_path.glob("*.jsonl")), 0.5, 0.4)
+
+
 def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experiment):
     diff = difference(experiment, "random")
     assert diff["stage"] == "epoch 1" and diff["seeds"] == [0, 1]  # seed 2 lacks epoch 1 in random
