@@ -27,10 +27,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa: E402
-from genenv.plot import _save, mix_group  # noqa: E402
+from genenv.plot import _save, integer_epoch_ticks, mix_group  # noqa: E402
 
 __all__ = [
     "Run", "band_share", "difference", "gain_over_warm_start", "held_out_curves", "in_band_by_curriculum",
@@ -266,7 +265,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
     ax.axhspan(alpha - band_k, alpha + band_k, color="green", alpha=0.1, label=f"band {alpha} +/- {band_k}")
     ax.axhline(alpha, color="green", linestyle="--", linewidth=1)
     ax.set(title="p_hat on generated tasks per epoch (mean over seeds)", xlabel="epoch", ylabel="p_hat", ylim=(0, 1))
-    _integer_epoch_ticks(ax)
+    integer_epoch_ticks(ax)
     ax.legend(fontsize=8)
     paths.append(_save(fig, out / "p_hat.png"))
 
@@ -281,7 +280,7 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
             ax.bar(list(mix), shares, bottom=bottom, label=group)
             bottom += shares
         ax.set(title=curriculum, xlabel="epoch", ylabel="share of fresh tasks")
-        _integer_epoch_ticks(ax)
+        integer_epoch_ticks(ax)
     if axes[0][-1].get_legend_handles_labels()[0]:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Level mix of the generated tasks (all seeds pooled)")
@@ -311,12 +310,6 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
 
 def _seed_count(n: int) -> str:
     return f"{n} seed" if n == 1 else f"{n} seeds"
-
-
-def _integer_epoch_ticks(ax: Any) -> None:
-    """Whole epochs on the x axis, also when a panel holds one epoch (``MaxNLocator`` drops ``integer`` below
-    ``min_n_ticks`` integers in view and labelled a lone epoch 0 from -0.4 to 0.4)."""
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def report(runs: list[Run], alpha: float, band_k: float) -> str:

@@ -86,7 +86,7 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
         if not plotted:
             ax.text(0.5, 0.5, "no data in these runs", ha="center", va="center", transform=ax.transAxes)
         ax.set(title=title, xlabel="epoch", ylabel=ylabel)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        integer_epoch_ticks(ax)
         ax.grid(alpha=0.3)
         if plotted:
             ax.legend(fontsize=8)
@@ -110,7 +110,7 @@ def plot_validation_groups(run_dirs: list[Path], out: Path) -> Path | None:
             if points:
                 ax.plot(*zip(*points), marker="o", label=label)
         ax.set(title=group.split("/", 1)[1], xlabel="epoch", ylabel="held-out score")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        integer_epoch_ticks(ax)
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=8)
     fig.suptitle("Held-out score per group")
@@ -165,11 +165,17 @@ def plot_task_mix(run_dirs: list[Path], out: Path) -> Path:
             ax.bar(epochs, shares, bottom=bottom, label=group)
             bottom = [b + v for b, v in zip(bottom, shares)]
         ax.set(title=label, xlabel="epoch", ylabel="share of fresh tasks")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        integer_epoch_ticks(ax)
     if groups:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Generated task mix per epoch")
     return _save(fig, out / "task_mix.png")
+
+
+def integer_epoch_ticks(ax: Any) -> None:
+    """Whole epochs on the x axis, also when a plot holds one epoch (``MaxNLocator`` drops ``integer`` below
+    ``min_n_ticks`` integers in view and labelled a lone epoch 0 from -0.4 to 0.4)."""
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def _save(fig: Any, path: Path) -> Path:

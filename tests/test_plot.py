@@ -46,3 +46,20 @@ def test_task_mix_groups_levels():
     from genenv.plot import mix_group
 
     assert mix_group("chain_sum@2") == "level 2" and mix_group("Calculator") == "Calculator"
+
+
+def test_a_one_epoch_run_is_plotted_at_whole_epochs(tmp_path, monkeypatch):
+    import genenv.plot as module
+
+    saved = {}
+
+    def keep(fig, path):
+        saved[path.name] = fig
+        return path
+
+    monkeypatch.setattr(module, "_save", keep)
+    main([str(_run(tmp_path / "g", "genenv", [0.3])), "--out", str(tmp_path / "plots")])
+    for name in [f"{name}.png" for name in PANELS] + ["task_mix.png", "validation_groups.png"]:
+        ax = saved[name].axes[0]
+        low, high = ax.get_xlim()
+        assert [t for t in ax.get_xticks() if low <= t <= high] == [0], name
