@@ -97,7 +97,8 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
     assert not archive.exists() and (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").exists()
 
 
-@pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "apibank", "apibank_learning"])
+@pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "reasoning_gym_expressions_t10",
+                                     "apibank", "apibank_learning"])  # fmt: skip
 def test_every_testbed_composes_into_a_training_config(testbed):
     driver = _load_driver()
     overrides, alpha, band_k = driver.TESTBEDS[testbed]
@@ -106,6 +107,19 @@ def test_every_testbed_composes_into_a_training_config(testbed):
     config = genenv_config(cfg)
     assert (config.alpha, config.band_k) == (alpha, band_k)
     assert config.epochs == driver.epochs_of(overrides) and config.agent.num_generations >= 4
+
+
+def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_rollout_temperature_only():
+    driver = _load_driver()
+    composed = {}
+    for testbed in ("reasoning_gym_expressions", "reasoning_gym_expressions_t10"):
+        overrides, *_ = driver.TESTBEDS[testbed]
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            composed[testbed] = genenv_config(compose("config", overrides=[*overrides, "run_dir=/tmp/unused"]))
+    old, new = composed.values()
+    assert (old.agent.temperature, new.agent.temperature) == (0.6, 1.0)
+    new.agent.temperature = old.agent.temperature
+    assert new.to_dict() == old.to_dict()
 
 
 def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(tmp_path):
