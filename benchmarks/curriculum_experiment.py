@@ -21,6 +21,12 @@ each saves the warm start and two held-out scorings. Epoch 0's record of such a 
 (``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs. A run waits while
 a running run of its seed still makes that warm start (runs of other seeds start meanwhile).
 
+A static or offline pool does not depend on the agent: the frozen simulator writes it before training. So a static or
+offline run that has not begun its pool starts from the complete pool of the same run (curriculum and seed) in another
+testbed on this machine whose settings differ only in ``agent.*`` and ``warm_start.*`` (``share_pool``): the driver
+copies the pool draft and the trainer reads it whole, writing no batch (an offline pool is about 3 hours of one core).
+Its epoch 0 then spends almost nothing on its tasks; the driver's log names the source.
+
 A run whose folder a live trainer already holds (another driver's, or one a stopped driver left running) is never
 started twice: it counts against ``--jobs`` until it ends, and the driver continues it if it ended unfinished. So a
 driver can be stopped and started again, with other options, while its runs go on.
@@ -40,7 +46,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics
+from genenv.coevolution import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, read_metrics
 from genenv.experiment import load_experiment, plot_experiment, report
 from genenv.run_archive import holds_run, pack_run, unpack_run
 from genenv.run_lock import RunLock
@@ -244,6 +250,45 @@ def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | No
     return source
 
 
+def pool_settings(overrides: list[str]) -> list[str]:
+    """The overrides a static or offline pool depends on: the frozen simulator writes it before the agent plays, so all
+    of them but the agent's and its warm start's (and the run's folder)."""
+    keys = {o: o.split("=", 1)[0].lstrip("+") for o in overrides}
+    return sorted(o for o, key in keys.items()
+                  if key not in ("run_dir", "resume") and not key.startswith(("agent.", "warm_start.")))  # fmt: skip
+
+
+def share_pool(run_dir: Path, overrides: list[str]) -> str | None:
+    """Give a static or offline run that has not begun its pool the complete pool of the same run (curriculum and
+    seed) in another testbed, written with the same :func:`pool_settings` (``overrides``: the run's own, curriculum and
+    seeds included); returns that run (``testbed/run``). A pool is complete once its run has recorded epoch 0. The
+    trainer then reads every batch from the draft, as after a kill, and writes none: the pool is the one it would
+    have written (batch ``i`` draws from its own seeded stream), without the hours of simulator calls."""
+    draft = run_dir / POOLS / f"{POOL_DRAFT}.jsonl"
+    if draft.exists() or (run_dir.exists() and read_metrics(run_dir)):
+        return None
+    wanted = pool_settings(overrides)
+    for source in sorted(run_dir.parent.parent.glob(f"*/{run_dir.name}")):
+        settings = source / ".hydra" / "overrides.yaml"
+        if source == run_dir or not (source / POOLS / draft.name).exists() or not settings.exists():
+            continue
+        if not any(int(m["epoch"]) == 0 for m in read_metrics(source)):
+            continue
+        if pool_settings(list(OmegaConf.load(settings))) != wanted:
+            continue
+        (run_dir / POOLS).mkdir(parents=True, exist_ok=True)
+        # each file whole (copied, then renamed), the records first: without their meta the trainer reads them as
+        # uncommitted whole batches and keeps them
+        for name in (draft.name, f"{POOL_DRAFT}.meta.json"):
+            temporary = run_dir / POOLS / (name + UNFINISHED_COPY)
+            shutil.copyfile(source / POOLS / name, temporary)
+            temporary.rename(run_dir / POOLS / name)
+        name = f"{source.parent.name}/{source.name}"
+        print(f"{run_dir.name}: starts from {name}'s pool", flush=True)
+        return name
+    return None
+
+
 def held_elsewhere(run_dir: Path) -> bool:
     """Whether a live trainer holds the run's folder: one another driver started, or one a stopped driver left
     running. The driver counts it as busy and never starts a second trainer on that folder (nor a third run)."""
@@ -374,6 +419,8 @@ def run(args: argparse.Namespace) -> None:
             curriculum, seed = entry
             run_dir = root / run_name(curriculum, seed)
             share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
+            if curriculum in ("static", "offline"):
+                share_pool(run_dir, [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)])
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
                                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip

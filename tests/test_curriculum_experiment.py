@@ -163,6 +163,43 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
 
 
+def _pool_run(run_dir, overrides, epoch_recorded=True):
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    (run_dir / "pools").mkdir()
+    (run_dir / "pools" / "pool_draft.jsonl").write_text('{"id": 0, "epoch": 0, "batch_end": 1, "family": "x"}\n')
+    (run_dir / "pools" / "pool_draft.meta.json").write_text('{"epoch": 0, "records": 1}')
+    if epoch_recorded:
+        (run_dir / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n")
+
+
+def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_in_the_agent_only(tmp_path):
+    driver = _load_driver()
+    settings = ["model=qwen05", "coevolution.simulator_temperature=0.8", "curriculum=offline", "coevolution.seed=0"]
+    source = tmp_path / "testbed_a" / "offline-s0"
+    _pool_run(source, [*settings, "agent.temperature=0.6", "agent.seed=0", "run_dir=/a", "resume=false"])
+    other_agent = [*settings, "agent.temperature=1.0", "agent.seed=0", "warm_start.seed=0"]
+
+    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s1", other_agent) is None  # no such run elsewhere
+    simulator_differs = [o.replace("=0.8", "=1.0") for o in other_agent]
+    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s0", simulator_differs) is None
+    assert not (tmp_path / "testbed_b" / "offline-s0").exists()
+
+    target = tmp_path / "testbed_b" / "offline-s0"
+    assert driver.share_pool(target, other_agent) == "testbed_a/offline-s0"
+    for name in ("pool_draft.jsonl", "pool_draft.meta.json"):
+        assert (target / "pools" / name).read_bytes() == (source / "pools" / name).read_bytes()
+    assert sorted(p.name for p in (target / "pools").iterdir()) == ["pool_draft.jsonl", "pool_draft.meta.json"]
+    assert driver.share_pool(target, other_agent) is None  # it has its pool now
+
+
+def test_a_pool_still_being_written_is_not_shared(tmp_path):
+    driver = _load_driver()
+    overrides = ["model=qwen05", "curriculum=static", "coevolution.seed=0"]
+    _pool_run(tmp_path / "testbed_a" / "static-s0", overrides, epoch_recorded=False)
+    assert driver.share_pool(tmp_path / "testbed_b" / "static-s0", overrides) is None
+
+
 def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
     driver = _load_driver()
     unfinished = driver.shared_warm_start(tmp_path / "work" / "reasoning_gym", 0)

@@ -121,6 +121,24 @@ def test_an_offline_pool_killed_while_written_continues_from_its_batches(tmp_pat
     assert history[0]["generated_tasks"] == expected[0]["generated_tasks"] == 2
 
 
+def test_a_run_given_another_runs_complete_pool_draft_writes_no_batch_and_trains_on_that_pool(tmp_path):
+    """What the experiment driver's pool sharing relies on (benchmarks/curriculum_experiment.py ``share_pool``)."""
+    replies = [json.dumps(CALCULATOR_TASK), json.dumps(dict(CALCULATOR_TASK, request="Please compute (12+8)*3."))]
+    writer = CoEvolutionTrainer(tiny_config(tmp_path / "writer", epochs=1, curriculum="offline", tasks_per_epoch=2))
+    writer.simulator = _PoolWriter(replies, "Calculator")
+    written = writer.train()
+    (tmp_path / "reader" / "pools").mkdir(parents=True)
+    for name in ("pool_draft.jsonl", "pool_draft.meta.json"):
+        shutil.copyfile(tmp_path / "writer" / "pools" / name, tmp_path / "reader" / "pools" / name)
+    reader = CoEvolutionTrainer(tiny_config(tmp_path / "reader", epochs=1, curriculum="offline", tasks_per_epoch=2),
+                                resume=True)  # fmt: skip
+    reader.simulator = _PoolWriter(replies, "Calculator")
+    read = reader.train()
+    assert reader.simulator.streams == [] and len(writer.simulator.streams) == 4
+    assert read[0]["proposals"] == written[0]["proposals"] == 8
+    assert read[0]["generated_tasks"] == written[0]["generated_tasks"] == 2
+
+
 def _copy(run_dir, tmp_path):
     subprocess.run(["cp", "-a", f"{run_dir}/.", str(tmp_path)], check=True)
     return tmp_path
