@@ -285,3 +285,18 @@ def test_engines_sample_the_whole_vocabulary(tmp_path):
         first = [row[0] for row in generate([prompt] * 400)[0]]
         share = sum(token in tail for token in first) / len(first)
         assert abs(share - tail_mass) < 0.1, (share, tail_mass)
+
+
+def test_hf_rollouts_sample_at_the_agents_temperature(tmp_path):
+    """The agent's ``temperature`` reaches the HF engine's rollouts (TRL's generation config), not only its loss."""
+    trainer = grpo_trainer(tmp_path, engine_name="hf")
+    seen = []
+    generate = trainer.model.generate
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["generation_config"])
+        return generate(*args, **kwargs)
+
+    trainer.model.generate = spy
+    trainer.train(trainer.adapter.load_tasks("train")[:1], steps=1)
+    assert seen and all(config.do_sample and config.temperature == 0.7 for config in seen)
