@@ -196,9 +196,14 @@ def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> 
             f"run_dir={run_dir}", f"resume={resume}"]  # fmt: skip
 
 
+def override_key(override: str) -> str:
+    """The config key a Hydra override sets (``+agent.x=1`` -> ``agent.x``)."""
+    return override.split("=", 1)[0].lstrip("+")
+
+
 def warm_start_settings(overrides: list[str]) -> list[str]:
     """The overrides a run's warm start depends on: all of them but its curriculum and its own folder."""
-    return sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+") not in ("curriculum", "run_dir", "resume"))
+    return sorted(o for o in overrides if override_key(o) not in ("curriculum", "run_dir", "resume"))
 
 
 def shared_warm_start(testbed_root: Path, seed: int) -> Path:
@@ -253,9 +258,8 @@ def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | No
 def pool_settings(overrides: list[str]) -> list[str]:
     """The overrides a static or offline pool depends on: the frozen simulator writes it before the agent plays, so all
     of them but the agent's and its warm start's (and the run's folder)."""
-    keys = {o: o.split("=", 1)[0].lstrip("+") for o in overrides}
-    return sorted(o for o, key in keys.items()
-                  if key not in ("run_dir", "resume") and not key.startswith(("agent.", "warm_start.")))  # fmt: skip
+    return sorted(o for o in overrides if override_key(o) not in ("run_dir", "resume")
+                  and not override_key(o).startswith(("agent.", "warm_start.")))  # fmt: skip
 
 
 def share_pool(run_dir: Path, overrides: list[str]) -> str | None:

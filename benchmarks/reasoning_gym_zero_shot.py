@@ -35,6 +35,7 @@ from genenv.agents.generation import SamplingConfig
 from genenv.agents.models import load_policy
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.config import model_few_shot
+from genenv.curriculum.reward import DifficultyFilter
 from genenv.evaluate import evaluate
 from genenv.machine import peak_rss_mb
 
@@ -154,14 +155,14 @@ def with_adapter(model: Any, folder: Path) -> Any:
 
 def group_shares(episodes: list[Any], alpha: float, k: float) -> dict[str, float]:
     """Each item's samples as one GRPO group, scored by the training reward (solved or not): the share of groups
-    whose solve rate lies in the band ``|p - alpha| <= k``, solved by none and solved by all."""
+    whose solve rate lies in the trainer's band ``|p - alpha| <= k``, solved by none and solved by all."""
     solved: dict[str, list[float]] = defaultdict(list)
     for episode in episodes:
         solved[episode.task.task_id].append(float(episode.info.get("score_breakdown", {}).get("solved", 0.0)))
     rates = [sum(s) / len(s) for s in solved.values()]
     return {
         "n": len(rates),
-        "in_band": sum(abs(p - alpha) <= k + 1e-9 for p in rates) / len(rates),
+        "in_band": sum(map(DifficultyFilter(alpha, k), rates)) / len(rates),
         "none": sum(p == 0.0 for p in rates) / len(rates),
         "all": sum(p == 1.0 for p in rates) / len(rates),
     }
