@@ -1,12 +1,15 @@
 """Does the simulator's task choice respond to the agent's success it is shown? Same draws, different histories.
 
     GENENV_DATA_DIR=../shared/data python benchmarks/simulator_conditioning.py --output FILE.json \\
-        [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT] [--batches 2] +bench=... [overrides]
+        [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT | --replay-rwr RUN_DIR] [--batches 2] \\
+        +bench=... [overrides]
     python benchmarks/simulator_conditioning.py --pair FILE.json   # add the paired differences
 
 Builds the simulator ``python -m genenv.train OVERRIDES`` builds (untrained, or with ``--trained`` the RWR adapter of
-a run's checkpoint folder ``CHECKPOINT/simulator``) and asks it for ``--batches`` batches of proposals under each
-success history (arm):
+a run's checkpoint folder ``CHECKPOINT/simulator``; with ``--replay-rwr`` a fresh RWR adapter trained on a run's D_env
+as its epochs trained it, once per committed epoch on the accepted generations up to it, but with the ``rwr.*``
+settings of OVERRIDES: what another learning rate or number of passes would have made of the same examples) and
+asks it for ``--batches`` batches of proposals under each success history (arm):
 
 * ``none``: no history, as in epoch 0 and as the random, static and offline curricula always ask;
 * ``history``: the agent's success per family key saved in ``--history CHECKPOINT/state.json`` (a real run's);
@@ -38,14 +41,27 @@ from machine_load import uptime  # benchmarks/ is on sys.path
 from simulator_response import level, summarise  # benchmarks/ is on sys.path
 from simulator_validity import compose_setup, wilson
 
+from genenv.coevolution import POOLS
 from genenv.curriculum import FamilyStats, RWRTrainer
 from genenv.envs.simulator import extract_json_object
+from genenv.pools import TaskPool
 
 
 def history_rates(checkpoint: Path) -> dict[str, float]:
     """The agent's recent success per family key saved in a run's checkpoint folder."""
     state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
     return FamilyStats.from_dict(state["stats"]).rates()
+
+
+def replay_rwr(trainer: RWRTrainer, run_dir: Path) -> list[dict[str, Any]]:
+    """Train ``trainer`` on ``run_dir``'s D_env as the run's epochs did: once per committed epoch, on the accepted
+    generations of that epoch and the earlier ones; returns each update's statistics."""
+    pool = TaskPool(run_dir / POOLS)
+    if pool.committed_epoch is None:
+        raise SystemExit(f"{run_dir / POOLS} holds no committed epoch")
+    return [
+        trainer.train(examples).to_dict() for e in range(pool.committed_epoch + 1) if (examples := pool.rwr_examples(e))
+    ]
 
 
 def arm_success(arm: str, families: list[str], history: dict[str, float] | None) -> dict[str, float] | None:
@@ -109,7 +125,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path)
     parser.add_argument("--arms", nargs="+", default=["none", "0", "1"])
     parser.add_argument("--history", type=Path, help="a run's checkpoint folder whose success history 'history' shows")
-    parser.add_argument("--trained", type=Path, help="a run's checkpoint folder whose simulator adapter to load")
+    trained = parser.add_mutually_exclusive_group()
+    trained.add_argument("--trained", type=Path, help="a run's checkpoint folder whose simulator adapter to load")
+    trained.add_argument("--replay-rwr", type=Path, help="a run folder whose D_env to train a fresh RWR adapter on")
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pair", type=Path, help="only add the paired differences to this existing output file")
@@ -126,6 +144,7 @@ def main() -> None:
     config, adapter, policy = compose_setup(args.overrides)
     if args.trained is not None:
         RWRTrainer(policy, config.rwr).load(args.trained / "simulator")
+    rwr_updates = replay_rwr(RWRTrainer(policy, config.rwr), args.replay_rwr) if args.replay_rwr else None
     simulator = config.simulator(policy)
     history = history_rates(args.history) if args.history else None
     successes = {arm: arm_success(arm, adapter.families(), history) for arm in args.arms}
@@ -133,13 +152,18 @@ def main() -> None:
         "command": "python benchmarks/simulator_conditioning.py "
         + " ".join(
             [f"--arms {' '.join(args.arms)}", f"--batches {args.batches}", f"--seed {args.seed}"]
-            + [f"--{name} {getattr(args, name)}" for name in ("history", "trained") if getattr(args, name)]
+            + [
+                f"--{name.replace('_', '-')} {getattr(args, name)}"
+                for name in ("history", "trained", "replay_rwr")
+                if getattr(args, name)
+            ]
             + args.overrides
         ),
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": uptime(),
         "history": history,
+        "rwr_updates": rwr_updates,
         "arms": {},
     }
     for arm, success in successes.items():

@@ -612,10 +612,7 @@ class CoEvolutionTrainer:
 
     # -- updates and evaluation -------------------------------------------------------------
     def _update_simulator(self, epoch: int) -> dict[str, Any]:
-        examples = [
-            {"messages": r["messages"], "completion": r["raw"], "weight": r["weight"]}
-            for r in self.tasks.weighted_examples(epoch)
-        ]
+        examples = self.tasks.rwr_examples(epoch)
         if not examples:
             return {"steps": 0, "examples": 0}
         stats = self.simulator_trainer.train(examples)

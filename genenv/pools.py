@@ -390,6 +390,14 @@ class TaskPool(JsonlPool):
         """Accepted generations (with ``weight``) for weighted SFT of the simulator; see :meth:`view` for ``epoch``."""
         return [record for record in self.view(epoch) if record["status"] == "accepted"]
 
+    def rwr_examples(self, epoch: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`weighted_examples` as the simulator's RWR update reads them: ``messages``, ``completion`` (the
+        generation) and ``weight``."""
+        return [
+            {"messages": r["messages"], "completion": r["raw"], "weight": r["weight"]}
+            for r in self.weighted_examples(epoch)
+        ]
+
     def rejects(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Rejected generations, with ``reject_reason``; see :meth:`view` for ``epoch``."""
         return [record for record in self.view(epoch) if record["status"] == "rejected"]

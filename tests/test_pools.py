@@ -371,6 +371,10 @@ def test_task_pool_weighted_examples_and_rejects(tmp_path):
     assert [r["raw"] for r in pool.weighted_examples()] == ['{"a": 1}']
     assert [r["raw"] for r in pool.weighted_examples(1)] == ['{"a": 1}', "fresh"]
     assert pool.weighted_examples()[0]["weight"] == pytest.approx(np.exp(0.9))
+    assert pool.rwr_examples(1) == [
+        {"messages": prompt, "completion": raw, "weight": pytest.approx(np.exp(w))}
+        for raw, w in (('{"a": 1}', 0.9), ("fresh", 0.5))
+    ]
     assert [r["reject_reason"] for r in pool.rejects()] == ["unparsable: no JSON"]
     assert pool.stats()["per_status"] == {"accepted": 2, "rejected": 1, "filtered": 1}
     with pytest.raises(ValueError, match="r_env"):

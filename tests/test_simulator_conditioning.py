@@ -1,0 +1,55 @@
+"""benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on a run's D_env as the run's epochs trained it."""
+
+import importlib.util
+import sys
+
+import pytest
+import torch
+from conftest import REPO
+
+from genenv.agents.models import build_tiny_policy
+from genenv.curriculum import RWRConfig, RWRTrainer
+from genenv.pools import TaskPool
+
+PROMPT = [{"role": "user", "content": "Write one task as JSON."}]
+
+
+def _load_script():
+    sys.path.insert(0, str(REPO / "benchmarks"))  # the script imports its neighbours as the command line does
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "simulator_conditioning", REPO / "benchmarks/simulator_conditioning.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return module
+
+
+def _proposal(raw: str, task: dict | None) -> dict:
+    return {"family": "add", "messages": PROMPT, "raw": raw, "task": task, "reject_reason": "" if task else "bad"}
+
+
+def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_to_it(tmp_path):
+    script = _load_script()
+    pool = TaskPool(tmp_path / "pools")
+    task = {"task_id": "t", "benchmark": "toy", "prompt": "p"}
+    pool.add_proposals([_proposal('{"a": 1}', task), _proposal("??", None)], 0, 1.0, 2.7, True)
+    pool.add_proposals([_proposal('{"a": 9}', task)], 0, 0.0, 1.0, False)  # outside the band: never trained on
+    pool.commit(0)
+    pool.add_proposals([_proposal('{"a": 2}', task)], 1, 0.5, 1.6, True)
+    pool.commit(1)
+    pool.add_proposals([_proposal('{"a": 3}', task)], 2, 0.5, 1.6, True)  # epoch 2 never finished
+    torch.manual_seed(0)
+    trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
+    updates = script.replay_rwr(trainer, tmp_path)
+    assert [u["examples"] for u in updates] == [1, 2] and [u["steps"] for u in updates] == [1, 2]
+    assert trainer.kl_to_reference(pool.rwr_examples(1)) > 0.0
+
+
+def test_replay_refuses_a_run_without_a_committed_epoch(tmp_path):
+    script = _load_script()
+    TaskPool(tmp_path / "pools").add_proposals([_proposal('{"a": 1}', {"task_id": "t"})], 0, 1.0, 2.7, True)
+    with pytest.raises(SystemExit, match="no committed epoch"):
+        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path)
