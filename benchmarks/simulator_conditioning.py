@@ -4,6 +4,7 @@
         [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT | --replay-rwr RUN_DIR] [--batches 2] \\
         +bench=... [overrides]
     python benchmarks/simulator_conditioning.py --pair FILE.json   # add the paired differences
+    python benchmarks/simulator_conditioning.py --compare FILE.json FILE.json ...  # one arm, across simulators
 
 Builds the simulator ``python -m genenv.train OVERRIDES`` builds (untrained, or with ``--trained`` the RWR adapter of
 a run's checkpoint folder ``CHECKPOINT/simulator``; with ``--replay-rwr`` a fresh RWR adapter trained on a run's D_env
@@ -21,6 +22,11 @@ family key is the requested one, the mean level written minus the level requeste
 mix and, for the history arm, the share of written and of requested keys whose success lies in the band
 ``|success - alpha| <= band_k``: a simulator that targets the agent writes more in-band keys than the uniform draw of
 requested keys holds. ``paired_offsets``: each arm's level offsets minus the first arm's, draw by draw.
+
+``--compare`` reads files written with the same draws and history by different simulators (untrained, ``--trained``,
+``--replay-rwr``) and reports, for one arm, the alpha-curriculum reward ``R_env`` that the history's success of each
+requested and each written key would earn, and each file's written ``R_env`` minus the first file's, draw by draw: how
+far an RWR update moved the task mix toward the keys the agent solves about ``alpha`` of.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from simulator_response import level, summarise  # benchmarks/ is on sys.path
 from simulator_validity import compose_setup, wilson
 
 from genenv.coevolution import POOLS
-from genenv.curriculum import FamilyStats, RWRTrainer
+from genenv.curriculum import FamilyStats, RWRTrainer, alpha_reward
 from genenv.envs.simulator import extract_json_object
 from genenv.pools import TaskPool
 
@@ -108,16 +114,56 @@ def paired(arms: dict[str, dict[str, Any]], seed: int = 0) -> dict[str, dict[str
     result = {}
     for first, second in itertools.combinations(offsets, 2):
         pairs = zip(offsets[first], offsets[second])
-        diffs = np.array([b - a for a, b in pairs if a is not None and b is not None])
-        if not len(diffs):
-            continue
-        means = np.random.default_rng(seed).choice(diffs, size=(10_000, len(diffs))).mean(axis=1)
-        result[f"{second} - {first}"] = {
-            "n": len(diffs),
-            "mean": float(diffs.mean()),
-            "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
-        }
+        diffs = [b - a for a, b in pairs if a is not None and b is not None]
+        if diffs:
+            result[f"{second} - {first}"] = paired_mean(diffs, seed)
     return result
+
+
+def paired_mean(diffs: list[float], seed: int = 0) -> dict[str, Any]:
+    """n, the mean of paired differences and its 95% bootstrap interval."""
+    values = np.array(diffs, dtype=float)
+    means = np.random.default_rng(seed).choice(values, size=(10_000, len(values))).mean(axis=1)
+    return {
+        "n": len(values),
+        "mean": float(values.mean()),
+        "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
+    }
+
+
+def key_rewards(keys: list[str | None], success: dict[str, float], alpha: float, beta: float) -> list[float | None]:
+    """Per key, the ``R_env`` its success in ``success`` would earn (None: no key, or no success known for it)."""
+    return [alpha_reward(success[k], alpha, beta) if k in success else None for k in keys]
+
+
+def compare(paths: list[Path], arm: str, alpha: float, beta: float, seed: int = 0) -> dict[str, Any]:
+    """One arm of several files that share their draws and history (see the module docstring)."""
+    records = {str(path): json.loads(path.read_text(encoding="utf-8")) for path in paths}
+    first = next(iter(records.values()))
+    requested = [o["family"] for o in first["arms"][arm]["outputs"]]
+    for path, record in records.items():
+        if record["history"] != first["history"] or [o["family"] for o in record["arms"][arm]["outputs"]] != requested:
+            raise SystemExit(f"{path}: its history or its requested keys differ from {paths[0]}'s")
+    history = first["history"] or {}
+    result, baseline = {}, None
+    for path, record in records.items():
+        outputs = record["arms"][arm]["outputs"]
+        written = key_rewards([o.get("written") for o in outputs], history, alpha, beta)
+        asked = [r for r, w in zip(key_rewards(requested, history, alpha, beta), written) if w is not None]
+        valid = [w for w in written if w is not None]
+        row = {
+            "valid": len(valid),
+            "levels_written": record["arms"][arm]["levels_written"],
+            "r_env_requested": float(np.mean(asked)) if asked else None,
+            "r_env_written": float(np.mean(valid)) if valid else None,
+        }
+        if baseline is None:
+            baseline = written
+        else:
+            diffs = [w - b for b, w in zip(baseline, written) if b is not None and w is not None]
+            row["r_env_written_minus_first"] = paired_mean(diffs, seed) if diffs else None
+        result[path] = row
+    return {"arm": arm, "alpha": alpha, "beta": beta, "files": result}
 
 
 def main() -> None:
@@ -131,8 +177,15 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pair", type=Path, help="only add the paired differences to this existing output file")
+    parser.add_argument("--compare", type=Path, nargs="+", help="only compare these output files' --compare-arm")
+    parser.add_argument("--compare-arm", default="history")
+    parser.add_argument("--alpha", type=float, default=0.5, help="alpha of R_env for --compare")
+    parser.add_argument("--beta", type=float, default=10.0, help="beta of R_env for --compare")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
+    if args.compare is not None:
+        print(json.dumps(compare(args.compare, args.compare_arm, args.alpha, args.beta, args.seed), indent=1))
+        return
     if args.pair is not None:
         record = json.loads(args.pair.read_text(encoding="utf-8"))
         record["paired_offsets"] = paired(record["arms"], args.seed)
@@ -140,7 +193,7 @@ def main() -> None:
         print(json.dumps(record["paired_offsets"], indent=1))
         return
     if args.output is None:
-        parser.error("--output is required (unless --pair)")
+        parser.error("--output is required (unless --pair or --compare)")
     config, adapter, policy = compose_setup(args.overrides)
     if args.trained is not None:
         RWRTrainer(policy, config.rwr).load(args.trained / "simulator")

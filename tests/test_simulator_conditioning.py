@@ -1,6 +1,8 @@
 """benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on a run's D_env as the run's epochs trained it."""
 
 import importlib.util
+import json
+import math
 import sys
 
 import pytest
@@ -53,3 +55,30 @@ def test_replay_refuses_a_run_without_a_committed_epoch(tmp_path):
     TaskPool(tmp_path / "pools").add_proposals([_proposal('{"a": 1}', {"task_id": "t"})], 0, 1.0, 2.7, True)
     with pytest.raises(SystemExit, match="no committed epoch"):
         script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path)
+
+
+def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2")):
+    outputs = [
+        {"family": r, "raw": "{}", "reject_reason": ""} | ({"written": w} if w else {})
+        for r, w in zip(requested, written)
+    ]
+    arm = {"outputs": outputs, "levels_written": {}}
+    path.write_text(json.dumps({"history": history, "arms": {"history": arm}}))
+    return path
+
+
+def test_compare_scores_requested_and_written_keys_by_the_reward_their_success_would_earn(tmp_path):
+    script = _load_script()
+    history = {"f@0": 1.0, "f@1": 0.5, "f@2": 0.0}
+    first = _conditioning_file(tmp_path / "a.json", ["f@0", "f@1", None], history)
+    second = _conditioning_file(tmp_path / "b.json", ["f@1", "f@1", "f@1"], history)
+    result = script.compare([first, second], "history", alpha=0.5, beta=10.0)["files"]
+    low = math.exp(-2.5)
+    assert result[str(first)]["r_env_requested"] == pytest.approx((low + 1.0) / 2)  # the valid draws' requests
+    assert result[str(first)]["r_env_written"] == pytest.approx((low + 1.0) / 2)
+    assert result[str(second)]["r_env_written"] == pytest.approx(1.0)
+    paired = result[str(second)]["r_env_written_minus_first"]
+    assert paired["n"] == 2 and paired["mean"] == pytest.approx((1.0 - low) / 2)
+    other = _conditioning_file(tmp_path / "c.json", ["f@0"] * 3, history, requested=("f@0", "f@0", "f@0"))
+    with pytest.raises(SystemExit, match="requested keys differ"):
+        script.compare([first, other], "history", alpha=0.5, beta=10.0)
