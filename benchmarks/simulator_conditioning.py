@@ -62,6 +62,8 @@ def history_rates(checkpoint: Path) -> dict[str, float]:
 def replay_rwr(trainer: RWRTrainer, run_dir: Path) -> list[dict[str, Any]]:
     """Train ``trainer`` on ``run_dir``'s D_env as the run's epochs did: once per committed epoch, on the accepted
     generations of that epoch and the earlier ones; returns each update's statistics."""
+    if not (run_dir / POOLS).is_dir():  # TaskPool would create the folder
+        raise SystemExit(f"{run_dir} is not a run folder: it has no {POOLS}/")
     pool = TaskPool(run_dir / POOLS)
     if pool.committed_epoch is None:
         raise SystemExit(f"{run_dir / POOLS} holds no committed epoch")

@@ -50,8 +50,11 @@ def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_t
     assert trainer.kl_to_reference(pool.rwr_examples(1)) > 0.0
 
 
-def test_replay_refuses_a_run_without_a_committed_epoch(tmp_path):
+def test_replay_refuses_a_folder_without_pools_or_without_a_committed_epoch(tmp_path):
     script = _load_script()
+    with pytest.raises(SystemExit, match="not a run folder"):
+        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()
     TaskPool(tmp_path / "pools").add_proposals([_proposal('{"a": 1}', {"task_id": "t"})], 0, 1.0, 2.7, True)
     with pytest.raises(SystemExit, match="no committed epoch"):
         script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path)
