@@ -138,15 +138,19 @@ def key_rewards(keys: list[str | None], success: dict[str, float], alpha: float,
     return [alpha_reward(success[k], alpha, beta) if k in success else None for k in keys]
 
 
-def compare(paths: list[Path], arm: str, alpha: float, beta: float, seed: int = 0) -> dict[str, Any]:
-    """One arm of several files that share their draws and history (see the module docstring)."""
+def compare(paths: list[Path], arm: str, seed: int = 0) -> dict[str, Any]:
+    """One arm of several files that share their draws, history and ``R_env`` (see the module docstring)."""
     records = {str(path): json.loads(path.read_text(encoding="utf-8")) for path in paths}
     first = next(iter(records.values()))
     requested = [o["family"] for o in first["arms"][arm]["outputs"]]
     for path, record in records.items():
+        if "r_env" not in record:
+            raise SystemExit(f"{path}: no 'r_env' (alpha, beta) recorded; write it again with this script")
         if record["history"] != first["history"] or [o["family"] for o in record["arms"][arm]["outputs"]] != requested:
             raise SystemExit(f"{path}: its history or its requested keys differ from {paths[0]}'s")
-    history = first["history"] or {}
+        if record["r_env"] != first["r_env"]:
+            raise SystemExit(f"{path}: its R_env {record['r_env']} differs from {paths[0]}'s {first['r_env']}")
+    history, alpha, beta = first["history"] or {}, first["r_env"]["alpha"], first["r_env"]["beta"]
     result, baseline = {}, None
     for path, record in records.items():
         outputs = record["arms"][arm]["outputs"]
@@ -181,12 +185,10 @@ def main() -> None:
     parser.add_argument("--pair", type=Path, help="only add the paired differences to this existing output file")
     parser.add_argument("--compare", type=Path, nargs="+", help="only compare these output files' --compare-arm")
     parser.add_argument("--compare-arm", default="history")
-    parser.add_argument("--alpha", type=float, default=0.5, help="alpha of R_env for --compare")
-    parser.add_argument("--beta", type=float, default=10.0, help="beta of R_env for --compare")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     if args.compare is not None:
-        print(json.dumps(compare(args.compare, args.compare_arm, args.alpha, args.beta, args.seed), indent=1))
+        print(json.dumps(compare(args.compare, args.compare_arm, args.seed), indent=1))
         return
     if args.pair is not None:
         record = json.loads(args.pair.read_text(encoding="utf-8"))
@@ -218,6 +220,7 @@ def main() -> None:
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": uptime(),
         "history": history,
+        "r_env": {"alpha": config.alpha, "beta": config.beta},
         "rwr_updates": rwr_updates,
         "arms": {},
     }

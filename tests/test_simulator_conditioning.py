@@ -60,13 +60,14 @@ def test_replay_refuses_a_folder_without_pools_or_without_a_committed_epoch(tmp_
         script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path)
 
 
-def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2")):
+def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2"), r_env=None):
     outputs = [
         {"family": r, "raw": "{}", "reject_reason": ""} | ({"written": w} if w else {})
         for r, w in zip(requested, written)
     ]
     arm = {"outputs": outputs, "levels_written": {}}
-    path.write_text(json.dumps({"history": history, "arms": {"history": arm}}))
+    r_env = r_env or {"alpha": 0.5, "beta": 10.0}
+    path.write_text(json.dumps({"history": history, "r_env": r_env, "arms": {"history": arm}}))
     return path
 
 
@@ -75,7 +76,7 @@ def test_compare_scores_requested_and_written_keys_by_the_reward_their_success_w
     history = {"f@0": 1.0, "f@1": 0.5, "f@2": 0.0}
     first = _conditioning_file(tmp_path / "a.json", ["f@0", "f@1", None], history)
     second = _conditioning_file(tmp_path / "b.json", ["f@1", "f@1", "f@1"], history)
-    result = script.compare([first, second], "history", alpha=0.5, beta=10.0)["files"]
+    result = script.compare([first, second], "history")["files"]
     low = math.exp(-2.5)
     assert result[str(first)]["r_env_requested"] == pytest.approx((low + 1.0) / 2)  # the valid draws' requests
     assert result[str(first)]["r_env_written"] == pytest.approx((low + 1.0) / 2)
@@ -84,4 +85,10 @@ def test_compare_scores_requested_and_written_keys_by_the_reward_their_success_w
     assert paired["n"] == 2 and paired["mean"] == pytest.approx((1.0 - low) / 2)
     other = _conditioning_file(tmp_path / "c.json", ["f@0"] * 3, history, requested=("f@0", "f@0", "f@0"))
     with pytest.raises(SystemExit, match="requested keys differ"):
-        script.compare([first, other], "history", alpha=0.5, beta=10.0)
+        script.compare([first, other], "history")
+    steeper = _conditioning_file(tmp_path / "d.json", ["f@0", "f@1", None], history, r_env={"alpha": 0.5, "beta": 20.0})
+    with pytest.raises(SystemExit, match="R_env"):
+        script.compare([first, steeper], "history")
+    assert script.compare([steeper], "history")["files"][str(steeper)]["r_env_written"] == pytest.approx(
+        (math.exp(-5.0) + 1.0) / 2
+    )
