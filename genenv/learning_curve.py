@@ -44,7 +44,10 @@ def held_out_curve(metrics: list[dict[str, Any]], seed: int = 0) -> list[CurvePo
     stages: list[tuple[str, dict[str, Any]]] = []
     if metrics:
         first = metrics[0]
-        stages += [("start", first.get("validation_start") or {}), ("warm start", first.get("validation_warm_start") or {})]
+        stages += [
+            ("start", first.get("validation_start") or {}),
+            ("warm start", first.get("validation_warm_start") or {}),
+        ]
     stages += [(f"epoch {m['epoch']}", m.get("validation") or {}) for m in metrics]
     rng = np.random.default_rng(seed)
     points = []
@@ -83,6 +86,7 @@ def format_curve(points: list[CurvePoint]) -> str:
         rise, low, high = paired_rise(points[0], points[-1])
         verdict = "above" if low > 0 else "not above"
         lines.append(
-            f"  rise {points[0].stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] (paired; {verdict} noise)"
+            f"  rise {points[0].stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] "
+            f"(paired; {verdict} noise)"
         )
     return "\n".join(lines)

@@ -99,7 +99,7 @@ def test_env_with_simulator_falls_back_visibly(tiny_policy):
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_non_finite_numbers_in_a_simulator_task_are_rejected_at_parse_time(number):
     with pytest.raises(ValueError, match="simulator output"):
-        extract_json_object('{"api": "RecordHealthData", "value": %s}' % number)
+        extract_json_object(f'{{"api": "RecordHealthData", "value": {number}}}')
 
 
 def test_an_adapter_that_raises_while_validating_rejects_the_task_not_the_epoch():

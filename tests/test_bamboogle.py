@@ -374,7 +374,9 @@ def test_expert_traces_search_both_hops_then_answer_with_full_em(adapter):
         assert score.value == 1.0 and score.breakdown["em"] == 1.0 and score.breakdown["searches"] == 2, task.task_id
         calls = [m["content"] for m in messages if m["role"] == "assistant"][:2]
         hops = task.gold["decomposition"]
-        assert [json.loads(c.split("<tool_call>")[1].split("</tool_call>")[0])["arguments"]["query"] for c in calls] == [
+        assert [
+            json.loads(c.split("<tool_call>")[1].split("</tool_call>")[0])["arguments"]["query"] for c in calls
+        ] == [
             hops["Q1"].strip(),
             hops["Q2"].strip(),
         ]

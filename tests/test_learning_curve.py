@@ -30,7 +30,9 @@ def test_a_consistent_rise_is_above_noise_and_a_flat_one_is_not():
     flat = held_out_curve(_metrics([1.0, 0.0] * 30, [0.0, 1.0] * 30, [1.0, 0.0] * 30))
     rise, low, high = paired_rise(flat[0], flat[1])
     assert rise == 0.0 and low < 0 < high
-    assert "not above noise" in format_curve(held_out_curve(_metrics([1.0, 0.0] * 30, [0.0, 1.0] * 30, [0.0, 1.0] * 30)))
+    assert "not above noise" in format_curve(
+        held_out_curve(_metrics([1.0, 0.0] * 30, [0.0, 1.0] * 30, [0.0, 1.0] * 30))
+    )
 
 
 def test_stages_with_different_task_counts_are_refused():

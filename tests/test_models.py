@@ -389,7 +389,9 @@ def test_a_damaged_part_names_its_package_and_hash(monkeypatch: pytest.MonkeyPat
     with pytest.raises(models.WeightsError) as error:
         models.embedded_gguf_path("fake", tmp_path / "cache")
     message = str(error.value)
-    assert "fake-part2==1.0" in message and spec.parts[1].sha256 in message and "--require-hashes -r fake.txt" in message
+    assert (
+        "fake-part2==1.0" in message and spec.parts[1].sha256 in message and "--require-hashes -r fake.txt" in message
+    )
     assert not (tmp_path / "cache" / "gguf" / spec.gguf_name).exists()
 
 

@@ -368,7 +368,9 @@ def _part_path(spec: EmbeddedModel, part: WeightPart) -> Path:
             path = Path(dist.locate_file(entry))
             if path.is_file():
                 return path
-    raise FileNotFoundError(f"'{part.distribution}' {dist.version} is installed but {part.file} is missing from it. {hint}")
+    raise FileNotFoundError(
+        f"'{part.distribution}' {dist.version} is installed but {part.file} is missing from it. {hint}"
+    )
 
 
 def _sha256(path: Path) -> str:

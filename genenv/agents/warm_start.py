@@ -213,4 +213,3 @@ class WarmStartTrainer:
             "loss_last": sum(tail) / len(tail) if losses else math.nan,
             "seconds": time.perf_counter() - start,
         }
-

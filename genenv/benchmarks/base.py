@@ -186,7 +186,9 @@ class BenchmarkAdapter(ABC):
     def format_call(self, name: str, arguments: dict[str, Any]) -> str:
         """One tool call written the way this benchmark's system prompt asks the agent to write it (the default:
         ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, the chat template's own form)."""
-        return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+        return (
+            "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+        )
 
     def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
         """The task's gold trajectory as the chat messages that follow its opening (system prompt, user request):

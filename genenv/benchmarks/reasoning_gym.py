@@ -694,11 +694,15 @@ def _entry(gold: Any) -> tuple[str, int, dict[str, Any]]:
     if not isinstance(level, int) or isinstance(level, bool):
         raise ValueError("level must be an integer")
     expression = parse_expression(family, gold["expression"])
-    return family, level, {
-        "question": EXPRESSION_FAMILIES[family].format_question(expression.text),
-        "answer": str(expression.value),
-        "metadata": {"expression": expression.text, "num_terms": expression.terms, "num_digits": expression.digits},
-    }
+    return (
+        family,
+        level,
+        {
+            "question": EXPRESSION_FAMILIES[family].format_question(expression.text),
+            "answer": str(expression.value),
+            "metadata": {"expression": expression.text, "num_terms": expression.terms, "num_digits": expression.digits},
+        },
+    )
 
 
 __all__ = ["DEFAULT_FAMILIES", "ReasoningGymAdapter", "extract_answer", "generate_entry", "parse_family_entry"]

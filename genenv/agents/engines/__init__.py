@@ -42,9 +42,7 @@ class Engine(Protocol):
 
     name: str
 
-    def generator(
-        self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False
-    ) -> GenerateFn:
+    def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
         """A :data:`GenerateFn` decoding as ``sampling`` says; ``logprobs``: also return the sampled tokens'
         log-probabilities under the sampling distribution (temperature applied)."""
 
@@ -79,8 +77,10 @@ def resolve_engine(requested: str, *, device: str | torch.device, purpose: Purpo
         elif not cuda and _ctranslate2_available():
             choice, reason = "ctranslate2", "auto: CPU device and ctranslate2 installed (faster than HF generate)"
         elif cuda:
-            choice, reason = "hf", "auto: CUDA device without vLLM" + (
-                "" if purpose == "rollout" else " (vLLM serves GRPO rollouts only)"
+            choice, reason = (
+                "hf",
+                "auto: CUDA device without vLLM"
+                + ("" if purpose == "rollout" else " (vLLM serves GRPO rollouts only)"),
             )
         else:
             choice, reason = "hf", "auto: ctranslate2 is not installed (pip install ctranslate2==4.8.5)"
@@ -91,8 +91,9 @@ def resolve_engine(requested: str, *, device: str | torch.device, purpose: Purpo
     elif requested == "vllm" and purpose != "rollout":
         choice, reason = "hf", "vllm requested: genenv drives vLLM only for GRPO rollouts (TRL); using hf here"
     elif requested == "vllm" and not (cuda and _vllm_available()):
-        choice, reason = "hf", "vllm requested but " + ("vLLM is not installed" if cuda else "no CUDA device") + (
-            ": using hf"
+        choice, reason = (
+            "hf",
+            "vllm requested but " + ("vLLM is not installed" if cuda else "no CUDA device") + (": using hf"),
         )
     else:
         choice, reason = requested, "requested"
