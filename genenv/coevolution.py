@@ -464,16 +464,32 @@ class CoEvolutionTrainer:
         """The static/offline pool, written before training by the frozen simulator as :meth:`_generate` would,
         except that each batch is stored durably in ``pools/pool_draft.jsonl`` as soon as it is written and batch
         ``i`` draws from its own seeded stream: a run killed while writing its pool (hours for an offline pool on a
-        CPU) continues from the batches it has, and the pool is the same as an uninterrupted run's."""
+        CPU) continues from the batches it has, and the pool is the same as an uninterrupted run's.
+
+        Batch ``i`` does not depend on the pool's size, so a draft written for a larger pool of the same seed and
+        simulator (an offline run's, for a static run) holds this pool's batches too: they are read in order until
+        the pool is full and the rest is left unread, as though this run had written them itself."""
         draft = JsonlPool(self.run_dir / POOLS, POOL_DRAFT)
         if pending := draft.uncommitted():  # batches are appended whole: a kill before its commit loses none
             draft.commit(pending[-1]["epoch"])
-        proposals = [_proposal(record) for record in draft.records()]
-        valid = {p.task.task_id: p.task for p in proposals if p.task is not None}
-        start = 0 if draft.committed_epoch is None else draft.committed_epoch + 1
-        if start:
-            logger.info("pool: continuing from %d written batches (%d valid tasks of %d)", start, len(valid), wanted)
-        for batch_index in tqdm(range(start, self._rounds(wanted)), desc="pool", unit="batch", leave=False):
+        written: dict[int, list[Proposal]] = {}
+        for record in draft.records():
+            written.setdefault(int(record["epoch"]), []).append(_proposal(record))
+        proposals: list[Proposal] = []
+        valid: dict[str, Task] = {}
+        rounds = self._rounds(wanted)
+        read = 0
+        while read < rounds and len(valid) < wanted:
+            if (batch := written.get(read)) is None:
+                if any(index > read for index in written):
+                    raise RuntimeError(f"{draft.path}: batch {read} is missing; the draft is damaged")
+                break
+            proposals.extend(batch)
+            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
+            read += 1
+        if read:
+            logger.info("pool: %d batches read from the draft (%d valid tasks of %d)", read, len(valid), wanted)
+        for batch_index in tqdm(range(read, rounds), desc="pool", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
             rng = np.random.default_rng([self.config.seed, POOL_STREAM, batch_index])

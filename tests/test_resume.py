@@ -121,22 +121,47 @@ def test_an_offline_pool_killed_while_written_continues_from_its_batches(tmp_pat
     assert history[0]["generated_tasks"] == expected[0]["generated_tasks"] == 2
 
 
-def test_a_run_given_another_runs_complete_pool_draft_writes_no_batch_and_trains_on_that_pool(tmp_path):
-    """What the experiment driver's pool sharing relies on (benchmarks/curriculum_experiment.py ``share_pool``)."""
+def _pool_run(run_dir, curriculum, draft_from=None):
+    """A one-epoch pool run (scripted simulator; 2 tasks per epoch, so static wants 2 tasks in 1 batch of 2 and
+    offline 7 in up to 4), started from a copy of ``draft_from``'s pool draft if given; returns (run, epoch 0)."""
     replies = [json.dumps(CALCULATOR_TASK), json.dumps(dict(CALCULATOR_TASK, request="Please compute (12+8)*3."))]
-    writer = CoEvolutionTrainer(tiny_config(tmp_path / "writer", epochs=1, curriculum="offline", tasks_per_epoch=2))
-    writer.simulator = _PoolWriter(replies, "Calculator")
-    written = writer.train()
-    (tmp_path / "reader" / "pools").mkdir(parents=True)
-    for name in ("pool_draft.jsonl", "pool_draft.meta.json"):
-        shutil.copyfile(tmp_path / "writer" / "pools" / name, tmp_path / "reader" / "pools" / name)
-    reader = CoEvolutionTrainer(tiny_config(tmp_path / "reader", epochs=1, curriculum="offline", tasks_per_epoch=2),
-                                resume=True)  # fmt: skip
-    reader.simulator = _PoolWriter(replies, "Calculator")
-    read = reader.train()
-    assert reader.simulator.streams == [] and len(writer.simulator.streams) == 4
-    assert read[0]["proposals"] == written[0]["proposals"] == 8
-    assert read[0]["generated_tasks"] == written[0]["generated_tasks"] == 2
+    if draft_from is not None:
+        (run_dir / "pools").mkdir(parents=True)
+        for name in ("pool_draft.jsonl", "pool_draft.meta.json"):
+            shutil.copyfile(draft_from / "pools" / name, run_dir / "pools" / name)
+    config = tiny_config(run_dir, epochs=1, curriculum=curriculum, tasks_per_epoch=2)
+    trainer = CoEvolutionTrainer(config, resume=draft_from is not None)
+    trainer.simulator = _PoolWriter(replies, "Calculator")
+    return trainer, trainer.train()[0]
+
+
+def test_a_run_given_a_pool_draft_of_its_seed_reads_its_batches_from_it_and_writes_only_the_rest(tmp_path):
+    """What the experiment driver's pool sharing relies on (benchmarks/curriculum_experiment.py ``share_pool``):
+    batch i of a pool is the same whatever the pool's size, so a static pool is the start of an offline one."""
+    offline, offline_metrics = _pool_run(tmp_path / "offline", "offline")  # 4 batches for 7 tasks (2 distinct)
+    static, static_metrics = _pool_run(tmp_path / "static", "static")  # 1 batch for 2 tasks
+    assert len(offline.simulator.streams) == 4 and static.simulator.streams == offline.simulator.streams[:1]
+    streams = offline.simulator.streams
+    for reader, source, written, whole in [
+        ("static", "offline", [], static_metrics),  # reads batch 0 only
+        ("offline", "static", streams[1:], offline_metrics),  # reads batch 0, writes batches 1-3 as offline did
+        ("offline", "offline", [], offline_metrics),  # reads all 4
+    ]:
+        given, metrics = _pool_run(tmp_path / f"{reader}-from-{source}", reader, draft_from=tmp_path / source)
+        assert given.simulator.streams == written
+        assert metrics["proposals"] == whole["proposals"]
+        assert metrics["generated_tasks"] == whole["generated_tasks"] == 2
+
+
+def test_a_pool_draft_missing_a_batch_is_refused(tmp_path):
+    _pool_run(tmp_path / "writer", "offline")
+    draft = tmp_path / "writer" / "pools" / "pool_draft.jsonl"
+    kept = [line for line in draft.read_text().splitlines(keepends=True) if json.loads(line)["epoch"] != 1]
+    draft.write_text("".join(kept))
+    meta = tmp_path / "writer" / "pools" / "pool_draft.meta.json"
+    meta.write_text(json.dumps(dict(json.loads(meta.read_text()), committed=len(kept), bytes=draft.stat().st_size)))
+    with pytest.raises(RuntimeError, match="batch 1 is missing"):
+        _pool_run(tmp_path / "reader", "offline", draft_from=tmp_path / "writer")
 
 
 def _copy(run_dir, tmp_path):
