@@ -21,11 +21,14 @@ each saves the warm start and two held-out scorings. Epoch 0's record of such a 
 (``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs. A run waits while
 a running run of its seed still makes that warm start (runs of other seeds start meanwhile).
 
-A static or offline pool does not depend on the agent: the frozen simulator writes it before training. So a static or
-offline run that has not begun its pool starts from the complete pool of the same run (curriculum and seed) in another
-testbed on this machine whose settings differ only in ``agent.*`` and ``warm_start.*`` (``share_pool``): the driver
-copies the pool draft and the trainer reads it whole, writing no batch (an offline pool is about 3 hours of one core).
-Its epoch 0 then spends almost nothing on its tasks; the driver's log names the source.
+A static or offline pool does not depend on the agent: the frozen simulator writes it before training, batch ``i``
+from the seed's stream ``i``, so a static pool is the start of the offline pool of its seed. A static or offline run
+that has not begun its pool starts from the complete pool draft of the static or offline run of its seed, in this
+testbed or in another on this machine whose settings differ only in ``agent.*``, ``warm_start.*``, the curriculum and
+the pool's size (``share_pool``; the run folders of other testbeds are unpacked from their archives for it): the
+driver copies the draft and the trainer reads from it the batches its pool needs, writing only those it lacks (an
+offline pool is about 3 hours of one core, a static one about 1). A run waits while the static or offline run of its
+seed it could start from is still writing its pool. The driver's log names the source.
 
 A run whose folder a live trainer already holds (another driver's, or one a stopped driver left running) is never
 started twice: it counts against ``--jobs`` until it ends, and the driver continues it if it ended unfinished. So a
@@ -54,6 +57,12 @@ from genenv.run_lock import RunLock
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
 CURRICULA = ("genenv", "random", "static", "offline")
+POOL_CURRICULA = ("static", "offline")  # the curricula whose tasks come from one pool written before training
+#: what a pool's batches do not depend on (:func:`pool_settings`)
+POOL_INDEPENDENT_KEYS = (
+    "run_dir", "resume", "curriculum", "coevolution.offline_multiplier", "coevolution.static_pool_size",
+    "coevolution.epochs", "coevolution.tasks_per_epoch", "coevolution.generation_rounds",
+)  # fmt: skip
 STATE = "state"  # <results>/<testbed>/state/<run>.tar.xz: unfinished runs, to continue on another machine
 #: <runs>/<testbed>/warm-start-s<S>: the warm-start checkpoint the curricula of seed S share (laid out as a run folder
 #: holding only that checkpoint, so that ``save`` packs it and ``run`` unpacks it as it does the runs)
@@ -256,41 +265,67 @@ def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | No
 
 
 def pool_settings(overrides: list[str]) -> list[str]:
-    """The overrides a static or offline pool depends on: the frozen simulator writes it before the agent plays, so all
-    of them but the agent's and its warm start's (and the run's folder)."""
-    return sorted(o for o in overrides if override_key(o) not in ("run_dir", "resume")
+    """The overrides a static or offline pool's batches depend on: the frozen simulator writes them before the agent
+    plays, and batch ``i`` draws from the seed's stream ``i`` whatever the pool's size, so all of them but the
+    agent's and its warm start's, the curriculum and the pool's size (a static pool is the start of the offline pool
+    of its seed), and the run's folder."""
+    return sorted(o for o in overrides if override_key(o) not in POOL_INDEPENDENT_KEYS
                   and not override_key(o).startswith(("agent.", "warm_start.")))  # fmt: skip
 
 
-def share_pool(run_dir: Path, overrides: list[str]) -> str | None:
-    """Give a static or offline run that has not begun its pool the complete pool of the same run (curriculum and
-    seed) in another testbed, written with the same :func:`pool_settings` (``overrides``: the run's own, curriculum and
-    seeds included); returns that run (``testbed/run``). A pool is complete once its run has recorded epoch 0. The
-    trainer then reads every batch from the draft, as after a kill, and writes none: the pool is the one it would
-    have written (batch ``i`` draws from its own seeded stream), without the hours of simulator calls."""
-    draft = run_dir / POOLS / f"{POOL_DRAFT}.jsonl"
-    if draft.exists() or (run_dir.exists() and read_metrics(run_dir)):
+def pool_draft(run_dir: Path) -> Path:
+    return run_dir / POOLS / f"{POOL_DRAFT}.jsonl"
+
+
+def pool_batches(run_dir: Path) -> int:
+    """Batches committed to a run's pool draft (0 without one)."""
+    meta = run_dir / POOLS / f"{POOL_DRAFT}.meta.json"
+    if not meta.exists():
+        return 0
+    last = json.loads(meta.read_text(encoding="utf-8")).get("epoch")
+    return 0 if last is None else int(last) + 1
+
+
+def pool_source(run_dir: Path, seed: int, overrides: list[str]) -> Path | None:
+    """The complete pool draft a static or offline run of seed ``seed`` can start from: the static or offline run of
+    that seed, in this testbed or another, whose :func:`pool_settings` are the run's (``overrides``: its own,
+    curriculum and seeds included) and that has recorded epoch 0 (its pool is complete then); of several, the one
+    with the most batches. None when there is none or the run has begun its own pool."""
+    if pool_draft(run_dir).exists() or (run_dir.exists() and read_metrics(run_dir)):
         return None
     wanted = pool_settings(overrides)
-    for source in sorted(run_dir.parent.parent.glob(f"*/{run_dir.name}")):
-        settings = source / ".hydra" / "overrides.yaml"
-        if source == run_dir or not (source / POOLS / draft.name).exists() or not settings.exists():
-            continue
-        if not any(int(m["epoch"]) == 0 for m in read_metrics(source)):
-            continue
-        if pool_settings(list(OmegaConf.load(settings))) != wanted:
-            continue
-        (run_dir / POOLS).mkdir(parents=True, exist_ok=True)
-        # each file whole (copied, then renamed), the records first: without their meta the trainer reads them as
-        # uncommitted whole batches and keeps them
-        for name in (draft.name, f"{POOL_DRAFT}.meta.json"):
-            temporary = run_dir / POOLS / (name + UNFINISHED_COPY)
-            shutil.copyfile(source / POOLS / name, temporary)
-            temporary.rename(run_dir / POOLS / name)
-        name = f"{source.parent.name}/{source.name}"
-        print(f"{run_dir.name}: starts from {name}'s pool", flush=True)
-        return name
-    return None
+    testbeds = run_dir.parent.parent
+    candidates = itertools.chain(*(testbeds.glob(f"*/{run_name(c, seed)}") for c in POOL_CURRICULA))
+    sources = [source for source in candidates
+               if source != run_dir and pool_draft(source).exists()
+               and (source / ".hydra" / "overrides.yaml").exists()
+               and any(int(m["epoch"]) == 0 for m in read_metrics(source))
+               and pool_settings(list(OmegaConf.load(source / ".hydra" / "overrides.yaml"))) == wanted]  # fmt: skip
+    return max(sorted(sources), key=pool_batches, default=None)
+
+
+def share_pool(run_dir: Path, seed: int, overrides: list[str]) -> str | None:
+    """Copy the :func:`pool_source` of a static or offline run that has not begun its pool into its folder; returns
+    that run (``testbed/run``). The trainer then reads its batches from the draft, as after a kill, up to the pool's
+    size, and writes only those the draft lacks: the pool is the one it would have written (batch ``i`` draws from its
+    own seeded stream), without the hours of simulator calls."""
+    if (source := pool_source(run_dir, seed, overrides)) is None:
+        return None
+    (run_dir / POOLS).mkdir(parents=True, exist_ok=True)
+    # each file whole (copied, then renamed), the records first: without their meta the trainer reads them as
+    # uncommitted whole batches and keeps them
+    for name in (f"{POOL_DRAFT}.jsonl", f"{POOL_DRAFT}.meta.json"):
+        temporary = run_dir / POOLS / (name + UNFINISHED_COPY)
+        shutil.copyfile(source / POOLS / name, temporary)
+        temporary.rename(run_dir / POOLS / name)
+    name = f"{source.parent.name}/{source.name}"
+    print(f"{run_dir.name}: starts from {name}'s pool ({pool_batches(source)} batches)", flush=True)
+    return name
+
+
+def writing_pool(run_dir: Path) -> bool:
+    """Whether a busy run is still before its pool is complete (no epoch recorded)."""
+    return not read_metrics(run_dir)
 
 
 def held_elsewhere(run_dir: Path) -> bool:
@@ -304,16 +339,27 @@ def making_warm_start(run_dir: Path) -> bool:
     return not warm_start_state(run_dir).exists() and not read_metrics(run_dir)
 
 
-def next_startable(pending: list[tuple[str, int]], root: Path, busy: list[tuple[str, int]]) -> tuple[str, int] | None:
+def next_startable(
+    pending: list[tuple[str, int]], root: Path, busy: list[tuple[str, int]], overrides: list[str]
+) -> tuple[str, int] | None:
     """The first pending (curriculum, seed) that may start beside the ``busy`` (run name, seed) runs.
 
     A run waits while its seed has no shared warm start and a busy run of that seed is still making one: started
-    now, it would make the same warm start a second time. Runs of other seeds go first meanwhile.
+    now, it would make the same warm start a second time. Likewise a static or offline run with no pool to start
+    from waits while a busy static or offline run of its seed is still writing one. Runs of other seeds go first
+    meanwhile. ``overrides``: the testbed's.
     """
     for curriculum, seed in pending:
         made = warm_start_state(shared_warm_start(root, seed)).exists()
-        if made or not any(s == seed and making_warm_start(root / name) for name, s in busy):
-            return curriculum, seed
+        if not made and any(s == seed and making_warm_start(root / name) for name, s in busy):
+            continue
+        run_dir = root / run_name(curriculum, seed)
+        if curriculum in POOL_CURRICULA and not pool_draft(run_dir).exists():
+            own = [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)]
+            writers = [name for name, s in busy if s == seed and name.split("-s")[0] in POOL_CURRICULA]
+            if pool_source(run_dir, seed, own) is None and any(writing_pool(root / name) for name in writers):
+                continue
+        return curriculum, seed
     return None
 
 
@@ -386,6 +432,15 @@ def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
         print(f"{run_dir.name}: unpacked {archive}", flush=True)
 
 
+def restore_pools_elsewhere(testbed: str, seeds: list[int], runs_root: Path, results_root: Path) -> None:
+    """Unpack the archived static and offline runs of ``seeds`` in the other testbeds, whose pool drafts
+    :func:`share_pool` may give this testbed's runs (a folder that holds a run already is left as it is)."""
+    for curriculum, seed in itertools.product(POOL_CURRICULA, seeds):
+        for archive in sorted(results_root.glob(f"*/{STATE}/{run_name(curriculum, seed)}.tar.xz")):
+            if (other := archive.parent.parent.name) != testbed:
+                restore(runs_root / other / run_name(curriculum, seed), results_root, other)
+
+
 def run(args: argparse.Namespace) -> None:
     overrides = TESTBEDS[args.testbed][0] + args.overrides
     epochs = epochs_of(overrides)
@@ -393,6 +448,8 @@ def run(args: argparse.Namespace) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for curriculum, seed in itertools.product(args.curricula, args.seeds):
         restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
+    if any(c in POOL_CURRICULA for c in args.curricula):
+        restore_pools_elsewhere(args.testbed, args.seeds, args.runs_root, args.results_root)
     for seed in args.seeds:
         restore(shared_warm_start(root, seed), args.results_root, args.testbed)
         for curriculum in CURRICULA:
@@ -418,13 +475,13 @@ def run(args: argparse.Namespace) -> None:
             else:
                 pending.insert(0, entry)  # it stopped before its last epoch: this driver continues it
         busy = [(name, seed) for name, seed, _, _ in running] + [(run_name(*e), e[1]) for e in elsewhere]
-        while len(busy) < args.jobs and (entry := next_startable(pending, root, busy)) is not None:
+        while len(busy) < args.jobs and (entry := next_startable(pending, root, busy, overrides)) is not None:
             pending.remove(entry)
             curriculum, seed = entry
             run_dir = root / run_name(curriculum, seed)
             share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
             if curriculum in ("static", "offline"):
-                share_pool(run_dir, [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)])
+                share_pool(run_dir, seed, [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)])
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
                                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip

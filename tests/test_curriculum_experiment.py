@@ -163,12 +163,13 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
 
 
-def _pool_run(run_dir, overrides, epoch_recorded=True):
+def _pool_run(run_dir, overrides, epoch_recorded=True, batches=1):
     (run_dir / ".hydra").mkdir(parents=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     (run_dir / "pools").mkdir()
-    (run_dir / "pools" / "pool_draft.jsonl").write_text('{"id": 0, "epoch": 0, "batch_end": 1, "family": "x"}\n')
-    (run_dir / "pools" / "pool_draft.meta.json").write_text('{"epoch": 0, "records": 1}')
+    records = [{"id": i, "epoch": i, "batch_end": 1, "family": "x"} for i in range(batches)]
+    (run_dir / "pools" / "pool_draft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run_dir / "pools" / "pool_draft.meta.json").write_text(json.dumps({"epoch": batches - 1, "committed": batches}))
     if epoch_recorded:
         (run_dir / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n")
 
@@ -180,24 +181,76 @@ def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_i
     _pool_run(source, [*settings, "agent.temperature=0.6", "agent.seed=0", "run_dir=/a", "resume=false"])
     other_agent = [*settings, "agent.temperature=1.0", "agent.seed=0", "warm_start.seed=0"]
 
-    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s1", other_agent) is None  # no such run elsewhere
+    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s1", 1, other_agent) is None  # no such run elsewhere
     simulator_differs = [o.replace("=0.8", "=1.0") for o in other_agent]
-    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s0", simulator_differs) is None
+    assert driver.share_pool(tmp_path / "testbed_b" / "offline-s0", 0, simulator_differs) is None
     assert not (tmp_path / "testbed_b" / "offline-s0").exists()
 
     target = tmp_path / "testbed_b" / "offline-s0"
-    assert driver.share_pool(target, other_agent) == "testbed_a/offline-s0"
+    assert driver.share_pool(target, 0, other_agent) == "testbed_a/offline-s0"
     for name in ("pool_draft.jsonl", "pool_draft.meta.json"):
         assert (target / "pools" / name).read_bytes() == (source / "pools" / name).read_bytes()
     assert sorted(p.name for p in (target / "pools").iterdir()) == ["pool_draft.jsonl", "pool_draft.meta.json"]
-    assert driver.share_pool(target, other_agent) is None  # it has its pool now
+    assert driver.share_pool(target, 0, other_agent) is None  # it has its pool now
 
 
 def test_a_pool_still_being_written_is_not_shared(tmp_path):
     driver = _load_driver()
     overrides = ["model=qwen05", "curriculum=static", "coevolution.seed=0"]
     _pool_run(tmp_path / "testbed_a" / "static-s0", overrides, epoch_recorded=False)
-    assert driver.share_pool(tmp_path / "testbed_b" / "static-s0", overrides) is None
+    assert driver.share_pool(tmp_path / "testbed_b" / "static-s0", 0, overrides) is None
+
+
+def test_static_and_offline_runs_of_a_seed_share_the_longest_pool_draft_and_wait_for_one_being_written(tmp_path):
+    """A static pool is the start of the offline pool of its seed (tests/test_resume.py: the trainer reads only the
+    batches it needs), so either starts from the other's, in its own testbed or another."""
+    driver = _load_driver()
+    settings = ["model=qwen05", "coevolution.seed=0", "coevolution.epochs=8"]
+    for curriculum, batches in [("static", 3), ("offline", 9)]:
+        overrides = [*settings, f"curriculum={curriculum}", "agent.temperature=0.6"]
+        _pool_run(tmp_path / "testbed_a" / f"{curriculum}-s0", overrides, batches=batches)
+    testbed = tmp_path / "testbed_b"
+    static = [*settings, "curriculum=static", "agent.temperature=1.0"]
+    assert driver.share_pool(testbed / "static-s0", 0, static) == "testbed_a/offline-s0"  # the longest
+    assert driver.pool_batches(testbed / "static-s0") == 9
+    assert driver.share_pool(testbed / "static-s0", 0, static) is None  # it has its pool now
+    assert driver.share_pool(testbed / "static-s1", 1, [o.replace("seed=0", "seed=1") for o in static]) is None
+
+    # seed 1 in testbed_b alone: offline-s1 waits while static-s1 writes the pool it will start from
+    seed_1 = [o.replace("seed=0", "seed=1") for o in settings]
+    pending, busy = [("offline", 1), ("genenv", 1)], [("static-s1", 1)]
+    warm_start = driver.warm_start_state(driver.shared_warm_start(testbed, 1))
+    warm_start.parent.mkdir(parents=True)
+    warm_start.write_text("{}")  # seed 1's warm start is made: only the pool holds offline-s1 back
+    (testbed / "static-s1").mkdir()
+    assert driver.next_startable(pending, testbed, busy, seed_1) == ("genenv", 1)
+    assert driver.next_startable(pending, testbed, [("genenv-s1", 1)], seed_1) == ("offline", 1)  # nothing to wait for
+    _pool_run(testbed / "static-s1", [*seed_1, "curriculum=static"], epoch_recorded=False, batches=2)
+    assert driver.next_startable(pending, testbed, busy, seed_1) == ("genenv", 1)  # still writing
+    (testbed / "static-s1" / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n")
+    assert driver.next_startable(pending, testbed, busy, seed_1) == ("offline", 1)
+    assert driver.share_pool(testbed / "offline-s1", 1, [*seed_1, "curriculum=offline"]) == "testbed_b/static-s1"
+
+
+def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path, monkeypatch):
+    driver = _load_driver()
+    for testbed, run in [
+        ("a", "static-s0"),
+        ("a", "genenv-s0"),
+        ("b", "offline-s1"),
+        ("b", "offline-s2"),
+        ("t", "static-s0"),
+    ]:
+        (tmp_path / "results" / testbed / "state").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "results" / testbed / "state" / f"{run}.tar.xz").write_bytes(b"")
+    unpacked = []
+    monkeypatch.setattr(
+        driver, "unpack_run", lambda archive, run_dir: unpacked.append((archive.parent.parent.name, run_dir))
+    )
+    (tmp_path / "runs" / "b" / "offline-s1" / "checkpoints" / "latest").parent.mkdir(parents=True)
+    (tmp_path / "runs" / "b" / "offline-s1" / "checkpoints" / "latest").write_text("epoch-0000")  # holds a run
+    driver.restore_pools_elsewhere("t", [0, 1], tmp_path / "runs", tmp_path / "results")
+    assert unpacked == [("a", tmp_path / "runs" / "a" / "static-s0")]  # not genenv, not seed 2, not its own testbed
 
 
 def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
@@ -240,18 +293,18 @@ def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_
     driver = _load_driver()
     pending = [("random", 0), ("static", 1)]
     busy = [("genenv-s0", 0)]
-    assert driver.next_startable(pending, tmp_path, busy) == ("static", 1)  # genenv-s0 is making seed 0's
-    assert driver.next_startable(pending[:1], tmp_path, busy) is None
-    assert driver.next_startable(pending, tmp_path, []) == ("random", 0)
+    assert driver.next_startable(pending, tmp_path, busy, []) == ("static", 1)  # genenv-s0 is making seed 0's
+    assert driver.next_startable(pending[:1], tmp_path, busy, []) is None
+    assert driver.next_startable(pending, tmp_path, [], []) == ("random", 0)
     checkpoint = tmp_path / "genenv-s0" / "checkpoints" / "warm-start"
     checkpoint.mkdir(parents=True)
     (checkpoint / "state.json").write_text("{}")
-    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # made: the driver keeps a copy of it
+    assert driver.next_startable(pending, tmp_path, busy, []) == ("random", 0)  # made: the driver keeps a copy of it
     (checkpoint / "state.json").unlink()
     (tmp_path / "genenv-s0" / "metrics.jsonl").write_text(json.dumps({"epoch": 3}) + "\n")
-    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # a resumed run made it long ago
+    assert driver.next_startable(pending, tmp_path, busy, []) == ("random", 0)  # a resumed run made it long ago
     (tmp_path / "genenv-s0" / "metrics.jsonl").unlink()
     copy = driver.shared_warm_start(tmp_path, 0) / "checkpoints" / "warm-start"
     copy.mkdir(parents=True)
     (copy / "state.json").write_text("{}")
-    assert driver.next_startable(pending, tmp_path, busy) == ("random", 0)  # the seed's shared copy exists
+    assert driver.next_startable(pending, tmp_path, busy, []) == ("random", 0)  # the seed's shared copy exists
