@@ -27,8 +27,8 @@ that has not begun its pool starts from the complete pool draft of the static or
 testbed or in another on this machine whose settings differ only in ``agent.*``, ``warm_start.*``, the curriculum and
 the pool's size (``share_pool``; the run folders of other testbeds are unpacked from their archives for it): the
 driver copies the draft and the trainer reads from it the batches its pool needs, writing only those it lacks (an
-offline pool is about 3 hours of one core, a static one about 1). A run waits while the static or offline run of its
-seed it could start from is still writing its pool. The driver's log names the source.
+offline pool is about 3 hours of one core, a static one about half an hour). A run waits while the static or
+offline run of its seed it could start from is still writing its pool. The driver's log names the source.
 
 A run whose folder a live trainer already holds (another driver's, or one a stopped driver left running) is never
 started twice: it counts against ``--jobs`` until it ends, and the driver continues it if it ended unfinished. So a
@@ -480,7 +480,7 @@ def run(args: argparse.Namespace) -> None:
             curriculum, seed = entry
             run_dir = root / run_name(curriculum, seed)
             share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
-            if curriculum in ("static", "offline"):
+            if curriculum in POOL_CURRICULA:
                 share_pool(run_dir, seed, [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)])
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
