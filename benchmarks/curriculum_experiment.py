@@ -199,9 +199,14 @@ def seed_overrides(seed: int) -> list[str]:
     return [f"{key}.seed={seed}" for key in ("coevolution", "agent", "warm_start", "rwr")]
 
 
+def run_overrides(overrides: list[str], curriculum: str, seed: int) -> list[str]:
+    """A run's own overrides: the testbed's, its curriculum and its seeds (its folder aside)."""
+    return [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)]
+
+
 def command(overrides: list[str], curriculum: str, seed: int, run_dir: Path) -> list[str]:
     resume = "true" if holds_run(run_dir) else "false"
-    return [sys.executable, "-m", "genenv.train", *overrides, f"curriculum={curriculum}", *seed_overrides(seed),
+    return [sys.executable, "-m", "genenv.train", *run_overrides(overrides, curriculum, seed),
             f"run_dir={run_dir}", f"resume={resume}"]  # fmt: skip
 
 
@@ -355,7 +360,7 @@ def next_startable(
             continue
         run_dir = root / run_name(curriculum, seed)
         if curriculum in POOL_CURRICULA and not pool_draft(run_dir).exists():
-            own = [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)]
+            own = run_overrides(overrides, curriculum, seed)
             writers = [name for name, s in busy if s == seed and name.split("-s")[0] in POOL_CURRICULA]
             if pool_source(run_dir, seed, own) is None and any(writing_pool(root / name) for name in writers):
                 continue
@@ -481,7 +486,7 @@ def run(args: argparse.Namespace) -> None:
             run_dir = root / run_name(curriculum, seed)
             share_warm_start(run_dir, seed, [*overrides, *seed_overrides(seed)])
             if curriculum in POOL_CURRICULA:
-                share_pool(run_dir, seed, [*overrides, f"curriculum={curriculum}", *seed_overrides(seed)])
+                share_pool(run_dir, seed, run_overrides(overrides, curriculum, seed))
             log = (root / f"{run_name(curriculum, seed)}.log").open("a")
             process = subprocess.Popen(command(overrides, curriculum, seed, run_dir), cwd=ROOT, env=environment,
                                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip

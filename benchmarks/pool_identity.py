@@ -22,7 +22,7 @@ import numpy as np
 from machine_load import uptime
 from simulator_validity import compose_setup
 
-from genenv.coevolution import POOL_DRAFT, POOL_STREAM, POOLS
+from genenv.coevolution import POOL_STREAM
 
 
 def main() -> None:
@@ -34,10 +34,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", required=True)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args()
-    path = args.draft / POOLS / f"{POOL_DRAFT}.jsonl"
+    path = experiment.pool_draft(args.draft)
     stored = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    overrides = experiment.TESTBEDS[args.testbed][0] + [f"curriculum={args.curriculum}"]
-    config, adapter, policy = compose_setup([*overrides, *experiment.seed_overrides(args.seed)])
+    testbed = experiment.TESTBEDS[args.testbed][0]
+    config, adapter, policy = compose_setup(experiment.run_overrides(testbed, args.curriculum, args.seed))
     simulator = config.simulator(policy)
     load_start, results = uptime(), []
     for index in args.batches:
