@@ -57,7 +57,7 @@ def start(args: argparse.Namespace) -> int:
         if not (warm_start / "state.json").exists():
             raise SystemExit(f"{warm_start} does not exist: run the experiment's seed {args.seed} first")
         shutil.copytree(warm_start, run_dir / CHECKPOINTS / WARM_START)
-    overrides = [*TESTBEDS[args.testbed][0], f"coevolution.epochs={args.epochs}", *args.overrides]
+    overrides = [*TESTBEDS[args.testbed], f"coevolution.epochs={args.epochs}", *args.overrides]
     cmd = command(overrides, args.curriculum, args.seed, run_dir)
     print(" ".join(cmd), flush=True)
     return subprocess.call(cmd)
@@ -118,7 +118,7 @@ def report(args: argparse.Namespace) -> str:
         probe = stages(records)
         reference = stages(experiment_records(args.testbed, curriculum, seed))
         reference_dir = EXPERIMENT_RUNS / args.testbed / run_name(curriculum, seed)
-        shared = {*TESTBEDS[args.testbed][0], *seed_overrides(seed)}
+        shared = {*TESTBEDS[args.testbed], *seed_overrides(seed)}
         overrides = warm_start_settings(list(OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")))
         note = ", ".join(o for o in overrides if o not in shared)  # what the probe set on top of the testbed
         lines.append(f"| warm start (seed {seed}) | | - | {warm['score']:.3f} | | | 0 |")

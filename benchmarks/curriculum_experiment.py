@@ -47,12 +47,15 @@ import sys
 import time
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from genenv.coevolution import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, read_metrics
+from genenv.coevolution import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, GenEnvConfig, read_metrics
+from genenv.config import CONFIG_DIR
 from genenv.experiment import load_experiment, plot_experiment, report
 from genenv.run_archive import holds_run, pack_run, unpack_run
 from genenv.run_lock import RunLock
+from genenv.train import genenv_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
@@ -70,78 +73,67 @@ SHARED_WARM_START = "warm-start-s{seed}"
 #: suffix of a shared warm start still being copied (a driver killed mid-copy leaves it; the next copy replaces it)
 UNFINISHED_COPY = ".tmp"
 
-#: testbed -> (Hydra overrides shared by its runs, alpha, band_k). Sized as issue 18 asks: >= 32 fresh tasks per
-#: epoch, G = 8, 8 epochs, >= 200 held-out items spread over the difficulty levels, the same for every run.
-TESTBEDS: dict[str, tuple[list[str], float, float]] = {
-    "reasoning_gym": (
-        [
-            "+bench=reasoning_gym",
-            "model=qwen05",
-            "coevolution.epochs=8",
-            "coevolution.tasks_per_epoch=32",
-            "coevolution.simulator_batch_size=16",
-            "coevolution.simulator_max_new_tokens=64",
-            # The ladder at the sampling temperature (../results/reasoning_gym_ladder_qwen05_t06.md): levels 0-4 span
-            # about 0.7 (level 0) down to 0.05-0.25 (level 4) at temperature 0.6; at 1.0 the top was only 0.45.
-            "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
-            "bench.options.validation_per_level=14",  # 3 families x 5 levels x 14 = 210 held-out items
-            "coevolution.validation_limit=210",
-            # 210 items take about 12 min of one core (a tenth of a run each); scored before training, after the
-            # warm start and after epochs 1, 3, 5 and 7
-            "coevolution.validation_every=2",
-            "agent.num_generations=8",
-            # LoRA at the config's 2e-5 left held-out flat over 3 epochs in session 8 (0.428, 0.437, 0.425, 0.426 with
-            # 210 items, about +/- 0.03): 5x that, a usual LoRA rate, so that the curricula can differ at all
-            "agent.learning_rate=1e-4",
-            "agent.temperature=0.6",
-            "agent.max_new_tokens=128",
-            "agent.max_turns=1",
-        ],
-        0.5,
-        0.4,
-    ),
-    "apibank": (
-        [
-            "+bench=apibank",
-            "model=qwen05",
-            "coevolution.epochs=8",
-            "coevolution.tasks_per_epoch=32",
-            "coevolution.simulator_batch_size=16",
-            "coevolution.validation_limit=200",
-            "coevolution.validation_every=2",
-            "agent.num_generations=8",
-            "agent.learning_rate=1e-4",
-        ],
-        0.5,
-        0.4,
-    ),
+#: testbed -> the Hydra overrides shared by its runs (what they leave alone, alpha and the band among it, is
+#: configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out items
+#: spread over the difficulty levels, the same for every run.
+TESTBEDS: dict[str, list[str]] = {
+    "reasoning_gym": [
+        "+bench=reasoning_gym",
+        "model=qwen05",
+        "coevolution.epochs=8",
+        "coevolution.tasks_per_epoch=32",
+        "coevolution.simulator_batch_size=16",
+        "coevolution.simulator_max_new_tokens=64",
+        # The ladder at the sampling temperature (../results/reasoning_gym_ladder_qwen05_t06.md): levels 0-4 span
+        # about 0.7 (level 0) down to 0.05-0.25 (level 4) at temperature 0.6; at 1.0 the top was only 0.45.
+        "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
+        "bench.options.validation_per_level=14",  # 3 families x 5 levels x 14 = 210 held-out items
+        "coevolution.validation_limit=210",
+        # 210 items take about 12 min of one core (a tenth of a run each); scored before training, after the
+        # warm start and after epochs 1, 3, 5 and 7
+        "coevolution.validation_every=2",
+        "agent.num_generations=8",
+        # LoRA at the config's 2e-5 left held-out flat over 3 epochs in session 8 (0.428, 0.437, 0.425, 0.426 with
+        # 210 items, about +/- 0.03): 5x that, a usual LoRA rate, so that the curricula can differ at all
+        "agent.learning_rate=1e-4",
+        "agent.temperature=0.6",
+        "agent.max_new_tokens=128",
+        "agent.max_turns=1",
+    ],
+    "apibank": [
+        "+bench=apibank",
+        "model=qwen05",
+        "coevolution.epochs=8",
+        "coevolution.tasks_per_epoch=32",
+        "coevolution.simulator_batch_size=16",
+        "coevolution.validation_limit=200",
+        "coevolution.validation_every=2",
+        "agent.num_generations=8",
+        "agent.learning_rate=1e-4",
+    ],
     # Not a comparison of curricula: issue 14's longer API-Bank learning run, one GenEnv run (`--curricula genenv
     # --seeds 0`) driven here for its resume, save and report. Held-out: 100 level-1 API samples, scored before
     # training, after the warm start and after every epoch, with the zero-shot evaluation's 192 new tokens.
-    "apibank_learning": (
-        [
-            "+bench=apibank",
-            "model=qwen05",
-            "coevolution.epochs=5",
-            "coevolution.tasks_per_epoch=8",
-            "coevolution.validation_limit=100",
-            "coevolution.validation_every=1",
-            "agent.num_generations=4",
-            "agent.learning_rate=1e-4",
-            "agent.max_new_tokens=192",
-            # up to 32 proposals for 8 tasks: a quarter of the untrained simulator's proposals pass validation
-            # (benchmarks/results/simulator_validity/)
-            "coevolution.generation_rounds=4",
-            # API-Bank prompts run to 1,500 tokens and Qwen's vocabulary is 151k: smaller micro-batches, the same
-            # effective batch, so that the run fits beside one experiment run in 23 GB
-            "agent.per_device_train_batch_size=2",
-            "agent.gradient_accumulation_steps=4",
-            "warm_start.per_device_train_batch_size=1",
-            "warm_start.gradient_accumulation_steps=4",
-        ],
-        0.5,
-        0.4,
-    ),
+    "apibank_learning": [
+        "+bench=apibank",
+        "model=qwen05",
+        "coevolution.epochs=5",
+        "coevolution.tasks_per_epoch=8",
+        "coevolution.validation_limit=100",
+        "coevolution.validation_every=1",
+        "agent.num_generations=4",
+        "agent.learning_rate=1e-4",
+        "agent.max_new_tokens=192",
+        # up to 32 proposals for 8 tasks: a quarter of the untrained simulator's proposals pass validation
+        # (benchmarks/results/simulator_validity/)
+        "coevolution.generation_rounds=4",
+        # API-Bank prompts run to 1,500 tokens and Qwen's vocabulary is 151k: smaller micro-batches, the same
+        # effective batch, so that the run fits beside one experiment run in 23 GB
+        "agent.per_device_train_batch_size=2",
+        "agent.gradient_accumulation_steps=4",
+        "warm_start.per_device_train_batch_size=1",
+        "warm_start.gradient_accumulation_steps=4",
+    ],
 }
 
 #: reasoning_gym with one change: the simulator writes each task's expression, not a seed that picks it (a per-task
@@ -151,15 +143,12 @@ TESTBEDS: dict[str, tuple[list[str], float, float]] = {
 #: epochs, and held-out after epoch 1 was 0.032 and 0.007 lower (paired s.e. 0.014 each; two probes,
 #: ../results/agent_update_probe/README.md). The first design's run, with TRL's update, is kept in
 #: ../results/curriculum_experiment/reasoning_gym_expressions_trl_update/.
-TESTBEDS["reasoning_gym_expressions"] = (
-    [o for o in TESTBEDS["reasoning_gym"][0] if not o.startswith("coevolution.simulator_max_new_tokens=")]
-    + [
-        "coevolution.simulator_max_new_tokens=96",
-        "bench.options.task_spec=expression",
-        "agent.skip_zero_advantage_steps=true",
-    ],
-    *TESTBEDS["reasoning_gym"][1:],
-)
+TESTBEDS["reasoning_gym_expressions"] = [
+    *(o for o in TESTBEDS["reasoning_gym"] if not o.startswith("coevolution.simulator_max_new_tokens=")),
+    "coevolution.simulator_max_new_tokens=96",
+    "bench.options.task_spec=expression",
+    "agent.skip_zero_advantage_steps=true",
+]
 
 #: reasoning_gym_expressions with the agent's rollouts at temperature 1.0 (TRL's default), not 0.6. With G = 8 and
 #: k = 0.4 a task is in the band exactly when its attempts disagree, and only those groups carry a GRPO advantage. At
@@ -167,11 +156,16 @@ TESTBEDS["reasoning_gym_expressions"] = (
 #: 26% at 1.0 on the same items, at the same mean success (0.54 / 0.53) and time (no level lost, 11 of 15 family-levels
 #: gained; ../results/reasoning_gym_groups_warm_start_s0_t06.md and _t10.md). The 0.6 testbed's runs had 12-16% of
 #: their groups in the band. Held-out scoring stays greedy.
-TESTBEDS["reasoning_gym_expressions_t10"] = (
-    [o for o in TESTBEDS["reasoning_gym_expressions"][0] if not o.startswith("agent.temperature=")]
-    + ["agent.temperature=1.0"],
-    *TESTBEDS["reasoning_gym_expressions"][1:],
-)
+TESTBEDS["reasoning_gym_expressions_t10"] = [
+    *(o for o in TESTBEDS["reasoning_gym_expressions"] if not o.startswith("agent.temperature=")),
+    "agent.temperature=1.0",
+]
+
+
+def testbed_config(testbed: str) -> GenEnvConfig:
+    """The training config a GenEnv run of the testbed composes to (without ``--set`` overrides)."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return genenv_config(compose("config", overrides=[*TESTBEDS[testbed], "curriculum=genenv"]))
 
 
 def run_name(curriculum: str, seed: int) -> str:
@@ -395,7 +389,7 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     """Copy every run's metrics into the results folder, then write ``report.md`` and the figures."""
     out = results_root / testbed
     copy_metrics(testbed, runs_root, results_root)
-    _, alpha, band_k = TESTBEDS[testbed]
+    config = testbed_config(testbed)
     runs = load_experiment((out / "runs").glob("*.jsonl"))
     header = [
         f"# Curriculum experiment: {testbed}",
@@ -405,9 +399,10 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
         "",
         "",
     ]
-    (out / "report.md").write_text("\n".join(header) + report(runs, alpha, band_k), encoding="utf-8")
+    text = report(runs, config.alpha, config.band_k, config.beta, config.stats_window)
+    (out / "report.md").write_text("\n".join(header) + text, encoding="utf-8")
     if runs:
-        plot_experiment(runs, out, alpha, band_k)
+        plot_experiment(runs, out, config.alpha, config.band_k)
     if commit:
         subprocess.run(["git", "add", str(out)], cwd=ROOT, check=True)
         message = f"curriculum experiment, {testbed}: metrics, report and figures of {len(runs)} runs"
@@ -447,7 +442,7 @@ def restore_pools_elsewhere(testbed: str, seeds: list[int], runs_root: Path, res
 
 
 def run(args: argparse.Namespace) -> None:
-    overrides = TESTBEDS[args.testbed][0] + args.overrides
+    overrides = TESTBEDS[args.testbed] + args.overrides
     epochs = epochs_of(overrides)
     root = args.runs_root / args.testbed
     root.mkdir(parents=True, exist_ok=True)
@@ -528,7 +523,7 @@ def main() -> None:
             sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
     args = parser.parse_args()
     if args.action == "save":
-        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed][0] + args.overrides))
+        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed] + args.overrides))
     if args.action == "run":
         run(args)
     print(rebuild(args.testbed, args.runs_root, args.results_root, args.commit) / "report.md")

@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     path = experiment.pool_draft(args.draft)
     stored = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    testbed = experiment.TESTBEDS[args.testbed][0]
+    testbed = experiment.TESTBEDS[args.testbed]
     config, adapter, policy = compose_setup(experiment.run_overrides(testbed, args.curriculum, args.seed))
     simulator = config.simulator(policy)
     load_start, results = uptime(), []

@@ -302,6 +302,7 @@ class CoEvolutionTrainer:
             state = {"metrics": before, "seconds": stages["warm_start"], "rng": self.rng.bit_generator.state}
             self._save_checkpoint(WARM_START, state, simulator=False)
         fresh, proposals, replay = [], [], []
+        family_success = self.stats.rates()  # what a conditioned simulator is shown when it writes this epoch's tasks
         if self.is_main:
             with _timed(stages, "tasks"):
                 fresh, proposals = self._epoch_tasks(epoch)
@@ -351,6 +352,7 @@ class CoEvolutionTrainer:
             "p_hat": p_hat,
             "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(per_family.items())},
             "p_hat_per_task": sorted(task_p_hat.values()),
+            "family_success": family_success,
             "r_env": float(np.mean(list(task_r_env.values()))) if task_r_env else 0.0,
             "in_band": sum(self.band(p) for p in task_p_hat.values()),
             "fresh_tasks": len(fresh),

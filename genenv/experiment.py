@@ -10,7 +10,9 @@ reads their ``metrics.jsonl`` records and reports, with 95% bootstrap intervals:
   over seeds and tasks together: a two-level bootstrap);
 - p_hat per epoch against the alpha band, and the share of epochs after the first whose p_hat lies inside it;
 - the share of played tasks whose own p_hat lies inside the band, per curriculum (interval over seeds);
-- the level mix of the generated tasks per epoch (curriculum emergence), the simulator's KL;
+- the level mix of the generated tasks per epoch (curriculum emergence), and whether it follows the agent: the
+  alpha-curriculum reward of the tasks' family keys at the success the agent had shown on them (per curriculum, and
+  GenEnv minus each other paired by seed); the simulator's KL;
 - held-out score against the generated tasks written so far (data efficiency, against ``offline``).
 """
 
@@ -32,8 +34,9 @@ from genenv.learning_curve import BOOTSTRAP_SAMPLES, bootstrap_interval  # noqa:
 from genenv.plot import _save, integer_epoch_ticks, mix_group  # noqa: E402
 
 __all__ = [
-    "Run", "band_share", "difference", "gain_over_warm_start", "held_out_curves", "in_band_by_curriculum",
-    "in_band_tasks", "load_experiment", "plot_experiment", "report",
+    "Run", "band_share", "difference", "family_success", "gain_over_warm_start", "held_out_curves",
+    "in_band_by_curriculum", "in_band_tasks", "load_experiment", "mix_aim", "mix_aim_by_curriculum", "plot_experiment",
+    "report",
 ]  # fmt: skip
 
 REFERENCE = "genenv"
@@ -213,6 +216,95 @@ def in_band_by_curriculum(runs: list[Run], seed: int = 0) -> dict[str, dict[str,
     return out
 
 
+def family_success(run: Run, index: int, stats_window: int) -> tuple[dict[str, float], bool]:
+    """The agent's recent success per family key when the tasks of ``run.metrics[index]`` were written, and whether
+    it is exact: the record's ``family_success`` where it has one, else rebuilt from the earlier epochs'
+    ``p_hat_per_family`` (the last ``stats_window`` episodes of each key, ``G`` per task; an epoch only partly inside
+    the window counts at its mean, so the rebuilt rate may differ from the one the run had)."""
+    recorded = run.metrics[index].get("family_success")
+    if isinstance(recorded, dict):
+        return {key: float(rate) for key, rate in recorded.items()}, True
+    rates = {}
+    for key in {key for m in run.metrics[:index] for key in m.get("fresh_per_family") or {}}:
+        episodes, total = 0, 0.0
+        for m in reversed(run.metrics[:index]):
+            tasks, rate = (m.get("fresh_per_family") or {}).get(key, 0), (m.get("p_hat_per_family") or {}).get(key)
+            if not tasks or rate is None:
+                continue
+            group = int((m.get("agent") or {}).get("episodes", 0)) // (m["fresh_tasks"] + m.get("replay_tasks", 0))
+            taken = min(tasks * group, stats_window - episodes)
+            episodes, total = episodes + taken, total + taken * rate
+            if episodes >= stats_window:
+                break
+        if episodes:
+            rates[key] = total / episodes
+    return rates, False
+
+
+def mix_aim(run: Run, alpha: float, beta: float, stats_window: int) -> dict[str, Any] | None:
+    """Does the run's task mix follow its agent? Over the epochs after the first, the mean alpha-curriculum reward
+    ``exp(-beta (s - alpha)^2)`` of its fresh tasks with ``s``: their family key's success when they were written
+    (``shown``, keys not yet played left out: did the mix go where the success it had been shown was near alpha?),
+    their key's success in that epoch (``keys``: was it near alpha there?) and each task's own p_hat (``tasks``: was
+    the task near alpha?). ``exact``: every epoch recorded the success it was written under (else it is rebuilt)."""
+
+    def reward(s: float) -> float:
+        return float(np.exp(-beta * (s - alpha) ** 2))
+
+    shown, keys, tasks, exact = [], [], [], True
+    for index in range(1, len(run.metrics)):
+        m = run.metrics[index]
+        fresh, per_task = m.get("fresh_per_family") or {}, m.get("p_hat_per_task")
+        played = m.get("p_hat_per_family") or {}
+        if not fresh or not per_task or set(fresh) - set(played):
+            continue
+        success, recorded = family_success(run, index, stats_window)
+        exact &= recorded
+        aimed = [(n, reward(success[key])) for key, n in fresh.items() if key in success]
+        if aimed:
+            shown.append(sum(n * r for n, r in aimed) / sum(n for n, _ in aimed))
+        keys.append(sum(n * reward(played[key]) for key, n in fresh.items()) / sum(fresh.values()))
+        tasks.append(float(np.mean([reward(p) for p in per_task])))
+    if not keys:
+        return None
+    return {"shown": float(np.mean(shown)) if shown else None, "keys": float(np.mean(keys)),
+            "tasks": float(np.mean(tasks)), "exact": exact}  # fmt: skip
+
+
+AIMS = ("shown", "keys", "tasks")
+
+
+def _interval(values: list[float], rng: np.random.Generator) -> tuple[float, float, float] | None:
+    """Mean and 95% bootstrap interval of ``values`` (None when empty)."""
+    array = np.array(values, dtype=float)
+    return (float(array.mean()), *bootstrap_interval(array, rng)) if len(array) else None
+
+
+def mix_aim_by_curriculum(
+    runs: list[Run], alpha: float, beta: float, stats_window: int, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """:func:`mix_aim` per curriculum: for each measure the mean over seeds and its 95% bootstrap interval over
+    seeds, and the same of the reference curriculum minus it, paired by seed (``minus``; absent for the
+    reference). Also ``seeds`` and ``exact`` (every seed's success recorded, none rebuilt)."""
+    rng = np.random.default_rng(seed)
+    aims = {(r.curriculum, r.seed): a for r in runs if (a := mix_aim(r, alpha, beta, stats_window)) is not None}
+    out: dict[str, dict[str, Any]] = {}
+    for curriculum in sorted({c for c, _ in aims}):
+        seeds = sorted(s for c, s in aims if c == curriculum)
+        row: dict[str, Any] = {"seeds": seeds, "exact": all(aims[curriculum, s]["exact"] for s in seeds)}
+        row.update({m: _interval([aims[curriculum, s][m] for s in seeds if aims[curriculum, s][m] is not None], rng)
+                    for m in AIMS})  # fmt: skip
+        if curriculum != REFERENCE:
+            paired = [s for s in seeds if (REFERENCE, s) in aims]
+            both = [(aims[REFERENCE, s], aims[curriculum, s]) for s in paired]
+            row["minus"] = {
+                m: _interval([a[m] - b[m] for a, b in both if a[m] is not None and b[m] is not None], rng) for m in AIMS
+            }
+            row["paired_seeds"] = paired
+        out[curriculum] = row
+    return out
+
+
 def _per_epoch(runs: list[Run], read: Any) -> dict[str, tuple[list[int], list[float]]]:
     """Per curriculum: epochs and the mean over seeds of ``read(metrics)`` (values that are ``None`` left out)."""
     out = {}
@@ -312,8 +404,8 @@ def _seed_count(n: int) -> str:
     return f"{n} seed" if n == 1 else f"{n} seeds"
 
 
-def report(runs: list[Run], alpha: float, band_k: float) -> str:
-    """The experiment as Markdown: curves, differences, band share, data efficiency."""
+def report(runs: list[Run], alpha: float, band_k: float, beta: float, stats_window: int) -> str:
+    """The experiment as Markdown: curves, differences, band share, the task mix's aim, the budget."""
     if not runs:
         return "No runs yet.\n"
     lines = ["## Held-out score per stage (mean over the seeds that reached it [95% bootstrap interval over seeds]; "
@@ -368,7 +460,38 @@ def report(runs: list[Run], alpha: float, band_k: float) -> str:
             f"| {curriculum} | {list(share['per_seed'])} | {share['share']:.3f} {interval} "
             f"| {', '.join(f'{v:.3f}' for v in share['per_seed'].values())} | {none} | {every} |"
         )
-    return "\n".join(lines + budget(runs)) + "\n"
+    return "\n".join(lines + aim_lines(runs, alpha, beta, stats_window) + budget(runs)) + "\n"
+
+
+def aim_lines(runs: list[Run], alpha: float, beta: float, stats_window: int) -> list[str]:
+    """Markdown lines of :func:`mix_aim_by_curriculum`."""
+    aims = mix_aim_by_curriculum(runs, alpha, beta, stats_window)
+    if not aims:
+        return []
+    lines = ["", "## Does the task mix follow the agent? (epochs after the first)", "",
+             f"Mean over the fresh tasks of the alpha-curriculum reward exp(-{beta:g} (s - {alpha:g})^2) at three "
+             "success rates s: their family key's success when they were written (the agent's last "
+             f"{stats_window} episodes of the key: what a GenEnv simulator is shown; rebuilt from the earlier epochs' "
+             "per-key p_hat where a run did not record it), the key's success in that epoch, and the task's own "
+             f"p_hat. Mean over seeds [95% bootstrap interval over seeds]; the `{REFERENCE} minus` rows are paired by "
+             "seed.", "",
+             "| curriculum | seeds | keys, at their success when written | keys, at their success that epoch | "
+             "tasks, at their own p_hat |", "|---|---|---|---|---|"]  # fmt: skip
+
+    def cells(values: dict[str, Any], signed: bool) -> str:
+        form = "+.3f" if signed else ".3f"
+        return " | ".join("-" if (v := values[m]) is None else f"{v[0]:{form}} [{v[1]:{form}}, {v[2]:{form}}]"
+                          for m in AIMS)  # fmt: skip
+
+    for curriculum, row in aims.items():
+        rebuilt = "" if row["exact"] else " (rebuilt)"
+        lines.append(f"| {curriculum} | {row['seeds']}{rebuilt} | {cells(row, signed=False)} |")
+    for curriculum, row in aims.items():
+        if row.get("paired_seeds"):
+            lines.append(
+                f"| {REFERENCE} minus {curriculum} | {row['paired_seeds']} | {cells(row['minus'], signed=True)} |"
+            )
+    return lines
 
 
 def _paired_cells(paired: dict[str, Any]) -> str:

@@ -101,19 +101,16 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
                                      "apibank", "apibank_learning"])  # fmt: skip
 def test_every_testbed_composes_into_a_training_config(testbed):
     driver = _load_driver()
-    overrides, alpha, band_k = driver.TESTBEDS[testbed]
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[*overrides, "curriculum=genenv", "run_dir=/tmp/unused"])
-    config = genenv_config(cfg)
-    assert (config.alpha, config.band_k) == (alpha, band_k)
-    assert config.epochs == driver.epochs_of(overrides) and config.agent.num_generations >= 4
+    config = driver.testbed_config(testbed)  # what the report reads alpha, the band, beta and the window from
+    assert config.epochs == driver.epochs_of(driver.TESTBEDS[testbed]) and config.agent.num_generations >= 4
+    assert config.curriculum == "genenv" and (config.alpha, config.band_k, config.stats_window) == (0.5, 0.4, 64)
 
 
 def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_rollout_temperature_only():
     driver = _load_driver()
     composed = {}
     for testbed in ("reasoning_gym_expressions", "reasoning_gym_expressions_t10"):
-        overrides, *_ = driver.TESTBEDS[testbed]
+        overrides = driver.TESTBEDS[testbed]
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             composed[testbed] = genenv_config(compose("config", overrides=[*overrides, "run_dir=/tmp/unused"]))
     old, new = composed.values()

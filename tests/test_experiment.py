@@ -8,10 +8,13 @@ import pytest
 from genenv.experiment import (
     band_share,
     difference,
+    family_success,
     gain_over_warm_start,
     held_out_curves,
     in_band_by_curriculum,
     load_experiment,
+    mix_aim,
+    mix_aim_by_curriculum,
     plot_experiment,
     report,
 )
@@ -60,7 +63,7 @@ def test_curves_average_each_stage_over_the_seeds_that_reached_it(experiment):
     assert [p["seeds"] for p in curves["random"]] == [3, 3, 3, 2]  # seed 2 stopped after epoch 0
     final = curves["genenv"][-1]
     assert final["score"] == pytest.approx(0.75) and final["low"] == final["high"] == pytest.approx(0.75)
-    table = report(experiment, 0.5, 0.4)
+    table = report(experiment, 0.5, 0.4, 10.0, 64)
     assert "| random | [0, 1, 2] | " in table and "0.250 [0.250, 0.250] (2 seeds) |" in table
     assert "0.750 [0.750, 0.750] |" in table  # genenv's epoch 1: every seed, no count
 
@@ -68,7 +71,7 @@ def test_curves_average_each_stage_over_the_seeds_that_reached_it(experiment):
 def test_a_stage_one_seed_reached_says_one_seed(tmp_path):
     _write(tmp_path, "random", 0, [_record("random", 0, 0, [1.0, 0.0]), _record("random", 0, 1, [1.0, 1.0])])
     _write(tmp_path, "random", 1, [_record("random", 1, 0, [1.0, 0.0])])
-    assert "1.000 [1.000, 1.000] (1 seed) |" in report(load_experiment(tmp_path.glob("*.jsonl")), 0.5, 0.4)
+    assert "1.000 [1.000, 1.000] (1 seed) |" in report(load_experiment(tmp_path.glob("*.jsonl")), 0.5, 0.4, 10.0, 64)
 
 
 def test_difference_is_paired_by_seed_and_task_at_the_last_shared_stage(experiment):
@@ -88,7 +91,7 @@ def test_difference_waits_for_a_scored_epoch(tmp_path):
     _write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0, 1.0])])
     runs = load_experiment(tmp_path.glob("*.jsonl"))
     assert difference(runs, "static") is None
-    assert "| static | no scored epoch of a seed both reached |" in report(runs, 0.5, 0.4)
+    assert "| static | no scored epoch of a seed both reached |" in report(runs, 0.5, 0.4, 10.0, 64)
 
 
 def test_gain_over_warm_start_pairs_each_seed_with_its_own_warm_start(experiment, tmp_path):
@@ -140,7 +143,7 @@ def test_in_band_share_counts_tasks_after_the_first_epoch_per_seed(experiment):
     assert 0.25 <= shares["genenv"]["low"] < 0.5 < shares["genenv"]["high"] <= 0.75
     assert shares["random"]["per_seed"] == {0: 0.0, 1: 0.0}  # seed 2 has no epoch after the first
     assert (shares["genenv"]["none"], shares["genenv"]["all"]) == (0.25, 0.5)  # p_hat_per_task 0, 0.5, 1, 1
-    assert "| 0.250 | 0.500 |" in report(experiment, 0.5, 0.4)
+    assert "| 0.250 | 0.500 |" in report(experiment, 0.5, 0.4, 10.0, 64)
 
 
 def test_records_without_a_seed_are_refused(tmp_path):
@@ -152,7 +155,7 @@ def test_records_without_a_seed_are_refused(tmp_path):
 
 
 def test_report_and_figures(experiment, tmp_path):
-    text = report(experiment, alpha=0.5, band_k=0.2)
+    text = report(experiment, alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
     assert "| random | epoch 1 | [0, 1] | +0.500 |" in text
     assert (
         "| genenv | epoch 1 | [0, 1, 2] | +0.750 | [+0.500, +1.000] | [+0.750, +0.750] | +0.750, +0.750, +0.750 |"
@@ -195,6 +198,64 @@ def test_budget_states_the_load_the_epochs_recorded(tmp_path):
     resumed = [_record("random", 0, 0, [1.0, 0.0]), _record("random", 0, 1, [1.0, 0.0]) | {"load_average": [1, 1, 2.5]}]
     _write(tmp_path, "genenv", 0, loaded)
     _write(tmp_path, "random", 0, resumed)
-    text = report(load_experiment(tmp_path.glob("*.jsonl")), alpha=0.5, band_k=0.2)
+    text = report(load_experiment(tmp_path.glob("*.jsonl")), alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
     assert "| genenv s0 | 2 | 64 | 1.00 | 2.5 | 0.50 | 0.20 |" in text
     assert "| random s0 | 2 | 64 | 1.00 | 2.5 (1 of 2 epochs) | 0.50 | 0.20 |" in text
+
+
+def _mix_record(curriculum, seed, epoch, fresh, played, shown=None):
+    """An epoch of 8-attempt tasks: ``fresh`` family key -> tasks written, ``played`` key -> its p_hat there."""
+    record = _record(curriculum, seed, epoch, [1.0], levels=fresh) | {
+        "fresh_tasks": sum(fresh.values()), "agent": {"episodes": 8 * sum(fresh.values())},
+        "p_hat_per_family": played, "p_hat_per_task": [played[k] for k, n in fresh.items() for _ in range(n)],
+    }  # fmt: skip
+    if shown is not None:
+        record["family_success"] = shown
+    return record
+
+
+def test_family_success_is_the_recorded_one_or_rebuilt_from_the_last_window_of_episodes(tmp_path):
+    records = [
+        _mix_record("genenv", 0, 0, {"a@0": 4}, {"a@0": 0.25}),  # 32 episodes at 0.25
+        _mix_record("genenv", 0, 1, {"a@0": 8, "a@1": 1}, {"a@0": 0.75, "a@1": 0.0}),  # 64 at 0.75, 8 at 0
+        _mix_record("genenv", 0, 2, {"a@0": 1}, {"a@0": 1.0}, shown={"a@0": 0.7, "a@1": 0.1}),
+    ]
+    (run,) = load_experiment([_write(tmp_path, "genenv", 0, records)])
+    assert family_success(run, 0, 64) == ({}, False)
+    assert family_success(run, 1, 64) == ({"a@0": 0.25}, False)
+    assert family_success(run, 2, 64) == ({"a@0": 0.7, "a@1": 0.1}, True)
+    del records[2]["family_success"]
+    (run,) = load_experiment([_write(tmp_path, "genenv", 0, records)])
+    assert family_success(run, 2, 64) == ({"a@0": 0.75, "a@1": 0.0}, False)  # the window holds epoch 1's 64 only
+    rates, exact = family_success(run, 2, 96)  # 64 episodes at 0.75 and the last 32 of epoch 0 at 0.25
+    assert rates["a@0"] == pytest.approx((64 * 0.75 + 32 * 0.25) / 96) and not exact
+
+
+def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_path):
+    """The agent solves a@0 half the time and a@1 never. GenEnv writes a@0 after epoch 0, Random a@1: both land where
+    they aimed at the level of keys, yet each of GenEnv's tasks is solved by all or none of its attempts."""
+    shown = {"a@0": 0.5, "a@1": 0.0}
+    for seed in range(2):
+        first = {"a@0": 1, "a@1": 1}, {"a@0": 0.5, "a@1": 0.0}
+        _write(tmp_path, "genenv", seed, [_mix_record("genenv", seed, 0, *first),
+                                          _mix_record("genenv", seed, 1, {"a@0": 2}, {"a@0": 0.5}, shown)])  # fmt: skip
+        _write(tmp_path, "random", seed, [_mix_record("random", seed, 0, *first),
+                                          _mix_record("random", seed, 1, {"a@1": 2}, {"a@1": 0.0}, shown)])  # fmt: skip
+    runs = load_experiment(tmp_path.glob("*.jsonl"))
+    genenv = next(r for r in runs if r.curriculum == "genenv")
+    genenv.metrics[1]["p_hat_per_task"][:] = [0.0, 1.0]  # key a@0 at 0.5 over two unanimous tasks
+    aim = mix_aim(genenv, alpha=0.5, beta=10.0, stats_window=64)
+    assert aim["shown"] == aim["keys"] == pytest.approx(1.0) and aim["exact"]
+    assert aim["tasks"] == pytest.approx(np.exp(-2.5))
+    by_curriculum = mix_aim_by_curriculum(runs, alpha=0.5, beta=10.0, stats_window=64)
+    assert by_curriculum["random"]["shown"] == pytest.approx((np.exp(-2.5),) * 3)
+    minus = by_curriculum["random"]["minus"]
+    assert minus["shown"] == pytest.approx((1 - np.exp(-2.5),) * 3) and by_curriculum["random"]["paired_seeds"] == [
+        0,
+        1,
+    ]
+    text = report(runs, alpha=0.5, band_k=0.4, beta=10.0, stats_window=64)
+    assert (
+        "## Does the task mix follow the agent?" in text
+        and "| genenv minus random | [0, 1] | +0.918 [+0.918, +0.918]" in text
+    )

@@ -316,6 +316,8 @@ def test_two_epoch_coevolution_with_tiny_model(tmp_path):
         assert any(key.startswith("score/level-") for key in metrics["validation"])
     # the curriculum tracks the family key with its level: 2 epochs x 2 generations of the fresh task
     assert trainer.stats.count("chain_sum@1") == 4
+    # each epoch records the success the simulator was shown when it wrote the epoch's tasks: none before epoch 0
+    assert history[0]["family_success"] == {} and history[1]["family_success"] == history[0]["p_hat_per_family"]
     assert latest_checkpoint(tmp_path).name == "epoch-0001"
     accepted = TaskPool(tmp_path / "pools").records(status="accepted")
     assert len(accepted) == 2 and accepted[0]["task"]["gold"]["family"] == "chain_sum"
