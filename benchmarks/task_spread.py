@@ -1,0 +1,68 @@
+"""How finely does a family key (family@level) set a task's difficulty for the agent?
+
+For each run folder, from its on-policy traces (``pools/traces.jsonl``, epochs after the first): the share of
+played tasks inside the band (some but not all of their G attempts solved), and the same among the tasks whose key
+the agent half-solved in that epoch (its mean success over the epoch's tasks of that key within ``--middle``), with
+the shares of those tasks that none and that all attempts solved. A curriculum that aims keys at alpha only produces
+in-band tasks as far as a half-solved key holds them.
+
+    python benchmarks/task_spread.py runs/curriculum_experiment/reasoning_gym_expressions_t10/{genenv,random}-s{0,1}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+
+def task_success(run_dir: Path) -> list[tuple[int, str, float]]:
+    """(epoch, family key, success over its attempts) of every task the agent played after epoch 0."""
+    attempts: dict[tuple[int, str], list[float]] = defaultdict(list)
+    keys: dict[tuple[int, str], str] = {}
+    for line in (run_dir / "pools" / "traces.jsonl").read_text(encoding="utf-8").splitlines():
+        trace = json.loads(line)
+        if trace.get("source") == "on_policy" and trace["epoch"] > 0:
+            task = (trace["epoch"], trace["task"]["task_id"])
+            attempts[task].append(float(trace["reward"]))
+            keys[task] = trace["family"]
+    return [(epoch, keys[epoch, task], float(np.mean(r))) for (epoch, task), r in sorted(attempts.items())]
+
+
+def spread(run_dir: Path, middle: tuple[float, float]) -> dict[str, float | int]:
+    tasks = task_success(run_dir)
+    if not tasks:
+        raise SystemExit(f"{run_dir}: no on-policy traces after epoch 0")
+    by_key: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for epoch, key, success in tasks:
+        by_key[epoch, key].append(success)
+    half = [s for epoch, key, s in tasks if middle[0] <= np.mean(by_key[epoch, key]) <= middle[1]]
+    return {
+        "tasks": len(tasks),
+        "in_band": float(np.mean([0 < s < 1 for s in (t[2] for t in tasks)])),
+        "half_solved_key_tasks": len(half),
+        "in_band_of_those": float(np.mean([0 < s < 1 for s in half])) if half else float("nan"),
+        "none_of_those": float(np.mean([s == 0 for s in half])) if half else float("nan"),
+        "all_of_those": float(np.mean([s == 1 for s in half])) if half else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dirs", type=Path, nargs="+")
+    parser.add_argument("--middle", type=float, nargs=2, default=(0.3, 0.7), help="a half-solved key's success range")
+    args = parser.parse_args()
+    low, high = args.middle
+    print(f"| run | tasks (epochs after the first) | in the band | tasks of keys at {low:g}-{high:g} that epoch | "
+          "in the band | solved by none of G | solved by all of G |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    for run_dir in args.run_dirs:
+        s = spread(run_dir, (low, high))
+        print(f"| {run_dir.name} | {s['tasks']} | {s['in_band']:.2f} | {s['half_solved_key_tasks']} | "
+              f"{s['in_band_of_those']:.2f} | {s['none_of_those']:.2f} | {s['all_of_those']:.2f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
