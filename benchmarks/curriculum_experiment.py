@@ -6,9 +6,9 @@
     python benchmarks/curriculum_experiment.py report reasoning_gym
 
 Each run is ``python -m genenv.train`` with the testbed's settings, ``curriculum=C`` and every seed set to S, in
-``runs/curriculum_experiment/<testbed>/<C>-s<S>``. A run that was interrupted is continued with ``resume=true``; a
-finished one (its last epoch in ``metrics.jsonl``) is skipped, so the same command continues an experiment at any
-later time, in any session. After each run ends its ``metrics.jsonl`` is copied to
+``runs/curriculum_experiment/<testbed>/<C>-s<S>``. A run that was interrupted is continued with ``resume=true``, before
+any run that has not begun; a finished one (its last epoch in ``metrics.jsonl``) is skipped, so the same command
+continues an experiment at any later time, in any session. After each run ends its ``metrics.jsonl`` is copied to
 ``benchmarks/results/curriculum_experiment/<testbed>/runs/`` and ``report.md`` and the figures are rebuilt there
 (``genenv.experiment``); ``--commit`` also commits that folder. ``--set KEY=VALUE ...`` adds Hydra overrides to every
 run (e.g. ``--set coevolution.epochs=4`` to fit a smaller budget; each run's records say what ran).
@@ -362,6 +362,12 @@ def next_startable(
     return None
 
 
+def begun_first(pending: list[tuple[str, int]], root: Path) -> list[tuple[str, int]]:
+    """``pending`` (curriculum, seed) runs with those that have begun (a checkpoint on disk, also one unpacked from a
+    save) first, each group in its order: a continued experiment finishes what it started before it starts more."""
+    return sorted(pending, key=lambda entry: not (root / run_name(*entry) / CHECKPOINTS).is_dir())
+
+
 def ignored_by_git(path: Path) -> bool:
     """Whether git would leave ``path`` out of a commit (False outside a git work tree)."""
     where = next(folder for folder in path.absolute().parents if folder.is_dir())
@@ -457,6 +463,7 @@ def run(args: argparse.Namespace) -> None:
     copies = args.results_root / args.testbed / "runs"
     pending = [(c, s) for s, c in itertools.product(args.seeds, args.curricula)
                if not finished(root / run_name(c, s), epochs, copies / f"{run_name(c, s)}.jsonl")]  # fmt: skip
+    pending = begun_first(pending, root)
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
     # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
     environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}

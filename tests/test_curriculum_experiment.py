@@ -305,3 +305,14 @@ def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_
     copy.mkdir(parents=True)
     (copy / "state.json").write_text("{}")
     assert driver.next_startable(pending, tmp_path, busy, []) == ("random", 0)  # the seed's shared copy exists
+
+
+def test_runs_that_have_begun_go_before_new_ones(tmp_path):
+    """A continued experiment finishes the runs it started (or unpacked from a save) before it starts others."""
+    driver = _load_driver()
+    pending = [("static", 0), ("offline", 0), ("genenv", 2), ("random", 2)]
+    assert driver.begun_first(pending, tmp_path) == pending
+    for name in ("random-s2", "genenv-s2"):
+        (tmp_path / name / "checkpoints" / "epoch-0001").mkdir(parents=True)
+    (tmp_path / "offline-s0").mkdir()  # a folder without a checkpoint has not begun
+    assert driver.begun_first(pending, tmp_path) == [("genenv", 2), ("random", 2), ("static", 0), ("offline", 0)]
