@@ -408,7 +408,7 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     text = report(runs, config.alpha, config.band_k, config.beta, config.stats_window)
     (out / "report.md").write_text("\n".join(header) + text, encoding="utf-8")
     if runs:
-        plot_experiment(runs, out, config.alpha, config.band_k)
+        plot_experiment(runs, out, config.alpha, config.band_k, config.beta, config.stats_window)
     if commit:
         subprocess.run(["git", "add", str(out)], cwd=ROOT, check=True)
         message = f"curriculum experiment, {testbed}: metrics, report and figures of {len(runs)} runs"

@@ -241,37 +241,51 @@ def family_success(run: Run, index: int, stats_window: int) -> tuple[dict[str, f
     return rates, False
 
 
-def mix_aim(run: Run, alpha: float, beta: float, stats_window: int) -> dict[str, Any] | None:
-    """Does the run's task mix follow its agent? Over the epochs after the first, the mean alpha-curriculum reward
+def mix_aim_per_epoch(run: Run, alpha: float, beta: float, stats_window: int) -> dict[int, dict[str, Any]]:
+    """Does the run's task mix follow its agent? Per epoch after the first, the mean alpha-curriculum reward
     ``exp(-beta (s - alpha)^2)`` of its fresh tasks with ``s``: their family key's success when they were written
-    (``shown``, keys not yet played left out: did the mix go where the success it had been shown was near alpha?),
-    their key's success in that epoch (``keys``: was it near alpha there?) and each task's own p_hat (``tasks``: was
-    the task near alpha?). ``exact``: every epoch recorded the success it was written under (else it is rebuilt)."""
+    (``shown``, keys not yet played left out, None if none was: did the mix go where the success it had been shown was
+    near alpha?), their key's success in that epoch (``keys``: was it near alpha there?) and each task's own p_hat
+    (``tasks``: was the task near alpha?); ``exact``: the epoch recorded the success it was written under (else it is
+    rebuilt, :func:`family_success`)."""
 
     def reward(s: float) -> float:
         return float(np.exp(-beta * (s - alpha) ** 2))
 
-    shown, keys, tasks, exact = [], [], [], True
+    out = {}
     for index in range(1, len(run.metrics)):
         m = run.metrics[index]
         fresh, per_task = m.get("fresh_per_family") or {}, m.get("p_hat_per_task")
         played = m.get("p_hat_per_family") or {}
         if not fresh or not per_task or set(fresh) - set(played):
             continue
-        success, recorded = family_success(run, index, stats_window)
-        exact &= recorded
+        success, exact = family_success(run, index, stats_window)
         aimed = [(n, reward(success[key])) for key, n in fresh.items() if key in success]
-        if aimed:
-            shown.append(sum(n * r for n, r in aimed) / sum(n for n, _ in aimed))
-        keys.append(sum(n * reward(played[key]) for key, n in fresh.items()) / sum(fresh.values()))
-        tasks.append(float(np.mean([reward(p) for p in per_task])))
-    if not keys:
+        out[int(m["epoch"])] = {
+            "shown": sum(n * r for n, r in aimed) / sum(n for n, _ in aimed) if aimed else None,
+            "keys": sum(n * reward(played[key]) for key, n in fresh.items()) / sum(fresh.values()),
+            "tasks": float(np.mean([reward(p) for p in per_task])),
+            "exact": exact,
+        }
+    return out
+
+
+def mix_aim(run: Run, alpha: float, beta: float, stats_window: int) -> dict[str, Any] | None:
+    """:func:`mix_aim_per_epoch` averaged over the epochs (``exact``: every epoch's is); None without such epochs."""
+    epochs = list(mix_aim_per_epoch(run, alpha, beta, stats_window).values())
+    if not epochs:
         return None
-    return {"shown": float(np.mean(shown)) if shown else None, "keys": float(np.mean(keys)),
-            "tasks": float(np.mean(tasks)), "exact": exact}  # fmt: skip
+    shown = [e["shown"] for e in epochs if e["shown"] is not None]
+    return {
+        "shown": float(np.mean(shown)) if shown else None,
+        "keys": float(np.mean([e["keys"] for e in epochs])),
+        "tasks": float(np.mean([e["tasks"] for e in epochs])),
+        "exact": all(e["exact"] for e in epochs),
+    }
 
 
 AIMS = ("shown", "keys", "tasks")
+AIM_TITLES = ("keys, at their success when written", "keys, at their success that epoch", "tasks, at their own p_hat")
 
 
 def _interval(values: list[float], rng: np.random.Generator) -> tuple[float, float, float] | None:
@@ -331,7 +345,9 @@ def level_mix(runs: list[Run], curriculum: str) -> dict[int, dict[str, float]]:
     return {e: {g: n / max(1, sum(c.values())) for g, n in sorted(c.items())} for e, c in sorted(counts.items())}
 
 
-def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> list[Path]:
+def plot_experiment(
+    runs: list[Run], out: Path, alpha: float, band_k: float, beta: float, stats_window: int
+) -> list[Path]:
     """The experiment's figures (PNG) in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -397,6 +413,25 @@ def plot_experiment(runs: list[Run], out: Path, alpha: float, band_k: float) -> 
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
     paths.append(_save(fig, out / "kl_and_data_efficiency.png"))
+
+    aims = [(r.curriculum, mix_aim_per_epoch(r, alpha, beta, stats_window)) for r in runs]
+    fig, axes = plt.subplots(1, len(AIMS), figsize=(4 * len(AIMS), 3.6), sharey=True)
+    for ax, measure, title in zip(axes, AIMS, AIM_TITLES, strict=True):
+        for curriculum in curricula:
+            values: dict[int, list[float]] = {}
+            for epoch, aim in ((e, a) for c, per_epoch in aims if c == curriculum for e, a in per_epoch.items()):
+                if aim[measure] is not None:
+                    values.setdefault(epoch, []).append(aim[measure])
+            if values:
+                epochs = sorted(values)
+                ax.plot(epochs, [np.mean(values[e]) for e in epochs], marker="o", label=curriculum)
+        ax.set(title=title, xlabel="epoch", ylim=(0, 1))
+        integer_epoch_ticks(ax)
+    axes[0].set_ylabel(f"exp(-{beta:g} (s - {alpha:g})^2), mean over tasks")
+    if axes[-1].get_legend_handles_labels()[0]:
+        axes[-1].legend(fontsize=8)
+    fig.suptitle("Does the task mix follow the agent? Alpha-curriculum reward of the fresh tasks (mean over seeds)")
+    paths.append(_save(fig, out / "mix_aim.png"))
     return paths
 
 
@@ -475,8 +510,7 @@ def aim_lines(runs: list[Run], alpha: float, beta: float, stats_window: int) -> 
              "per-key p_hat where a run did not record it), the key's success in that epoch, and the task's own "
              f"p_hat. Mean over seeds [95% bootstrap interval over seeds]; the `{REFERENCE} minus` rows are paired by "
              "seed.", "",
-             "| curriculum | seeds | keys, at their success when written | keys, at their success that epoch | "
-             "tasks, at their own p_hat |", "|---|---|---|---|---|"]  # fmt: skip
+             "| curriculum | seeds | " + " | ".join(AIM_TITLES) + " |", "|---|---|---|---|---|"]  # fmt: skip
 
     def cells(values: dict[str, Any], signed: bool) -> str:
         form = "+.3f" if signed else ".3f"

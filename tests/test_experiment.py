@@ -167,8 +167,14 @@ def test_report_and_figures(experiment, tmp_path):
     assert "| run | epochs | agent episodes | hours | load | agent h | validation h |" in text
     assert "| random s2 | 1 | 32 | 0.50 | - | 0.25 | 0.10 |" in text  # written before epochs recorded the load
     assert "| genenv s0 | 2 | 64 | 1.00 | - | 0.50 | 0.20 |" in text
-    paths = plot_experiment(experiment, tmp_path / "figures", alpha=0.5, band_k=0.2)
-    assert [p.name for p in paths] == ["held_out.png", "p_hat.png", "level_mix.png", "kl_and_data_efficiency.png"]
+    paths = plot_experiment(experiment, tmp_path / "figures", alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
+    assert [p.name for p in paths] == [
+        "held_out.png",
+        "p_hat.png",
+        "level_mix.png",
+        "kl_and_data_efficiency.png",
+        "mix_aim.png",
+    ]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -183,7 +189,7 @@ def test_epoch_axes_tick_whole_epochs_also_for_a_one_epoch_run(experiment, tmp_p
 
     monkeypatch.setattr(module, "_save", keep)
     one_epoch = experiment + load_experiment([_write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0] * 4)])])
-    plot_experiment(one_epoch, tmp_path / "figures", alpha=0.5, band_k=0.2)
+    plot_experiment(one_epoch, tmp_path / "figures", alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
     (static_panel,) = [ax for ax in saved["level_mix.png"].axes if ax.get_title() == "static"]
     low, high = static_panel.get_xlim()
     assert [t for t in static_panel.get_xticks() if low <= t <= high] == [0]
@@ -231,7 +237,7 @@ def test_family_success_is_the_recorded_one_or_rebuilt_from_the_last_window_of_e
     assert rates["a@0"] == pytest.approx((64 * 0.75 + 32 * 0.25) / 96) and not exact
 
 
-def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_path):
+def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_path, monkeypatch):
     """The agent solves a@0 half the time and a@1 never. GenEnv writes a@0 after epoch 0, Random a@1: both land where
     they aimed at the level of keys, yet each of GenEnv's tasks is solved by all or none of its attempts."""
     shown = {"a@0": 0.5, "a@1": 0.0}
@@ -259,3 +265,11 @@ def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_p
         "## Does the task mix follow the agent?" in text
         and "| genenv minus random | [0, 1] | +0.918 [+0.918, +0.918]" in text
     )
+    import genenv.experiment as module
+
+    saved = {}
+    monkeypatch.setattr(module, "_save", lambda fig, path: saved.setdefault(path.name, fig) and path)
+    plot_experiment(runs, tmp_path / "figures", alpha=0.5, band_k=0.4, beta=10.0, stats_window=64)
+    shown_panel = saved["mix_aim.png"].axes[0]
+    lines = {line.get_label(): list(line.get_ydata()) for line in shown_panel.get_lines()}
+    assert lines == {"genenv": [pytest.approx(1.0)], "random": [pytest.approx(np.exp(-2.5))]}  # epoch 1, both seeds
