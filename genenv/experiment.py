@@ -35,11 +35,14 @@ from genenv.plot import _save, integer_epoch_ticks, mix_group  # noqa: E402
 
 __all__ = [
     "Run", "band_share", "difference", "family_success", "gain_over_warm_start", "held_out_curves",
-    "in_band_by_curriculum", "in_band_tasks", "load_experiment", "mix_aim", "mix_aim_by_curriculum", "plot_experiment",
-    "report",
+    "in_band_by_curriculum", "in_band_tasks", "load_experiment", "mix_aim", "mix_aim_by_curriculum",
+    "mix_aim_per_epoch", "plot_experiment", "report",
 ]  # fmt: skip
 
 REFERENCE = "genenv"
+#: the measures of :func:`mix_aim_per_epoch`, and their titles in the report and the figure
+AIMS = ("written", "played", "tasks")
+AIM_TITLES = ("keys, at their success when written", "keys, at their success that epoch", "tasks, at their own p_hat")
 
 
 @dataclass(frozen=True)
@@ -244,8 +247,8 @@ def family_success(run: Run, index: int, stats_window: int) -> tuple[dict[str, f
 def mix_aim_per_epoch(run: Run, alpha: float, beta: float, stats_window: int) -> dict[int, dict[str, Any]]:
     """Does the run's task mix follow its agent? Per epoch after the first, the mean alpha-curriculum reward
     ``exp(-beta (s - alpha)^2)`` of its fresh tasks with ``s``: their family key's success when they were written
-    (``shown``, keys not yet played left out, None if none was: did the mix go where the success it had been shown was
-    near alpha?), their key's success in that epoch (``keys``: was it near alpha there?) and each task's own p_hat
+    (``written``, keys not yet played left out, None if none was: did the mix go where the success it had been shown
+    was near alpha?), their key's success in that epoch (``played``: was it near alpha there?) and each task's own p_hat
     (``tasks``: was the task near alpha?); ``exact``: the epoch recorded the success it was written under (else it is
     rebuilt, :func:`family_success`)."""
 
@@ -262,8 +265,8 @@ def mix_aim_per_epoch(run: Run, alpha: float, beta: float, stats_window: int) ->
         success, exact = family_success(run, index, stats_window)
         aimed = [(n, reward(success[key])) for key, n in fresh.items() if key in success]
         out[int(m["epoch"])] = {
-            "shown": sum(n * r for n, r in aimed) / sum(n for n, _ in aimed) if aimed else None,
-            "keys": sum(n * reward(played[key]) for key, n in fresh.items()) / sum(fresh.values()),
+            "written": sum(n * r for n, r in aimed) / sum(n for n, _ in aimed) if aimed else None,
+            "played": sum(n * reward(played[key]) for key, n in fresh.items()) / sum(fresh.values()),
             "tasks": float(np.mean([reward(p) for p in per_task])),
             "exact": exact,
         }
@@ -275,17 +278,13 @@ def mix_aim(run: Run, alpha: float, beta: float, stats_window: int) -> dict[str,
     epochs = list(mix_aim_per_epoch(run, alpha, beta, stats_window).values())
     if not epochs:
         return None
-    shown = [e["shown"] for e in epochs if e["shown"] is not None]
+    written = [e["written"] for e in epochs if e["written"] is not None]
     return {
-        "shown": float(np.mean(shown)) if shown else None,
-        "keys": float(np.mean([e["keys"] for e in epochs])),
+        "written": float(np.mean(written)) if written else None,
+        "played": float(np.mean([e["played"] for e in epochs])),
         "tasks": float(np.mean([e["tasks"] for e in epochs])),
         "exact": all(e["exact"] for e in epochs),
     }
-
-
-AIMS = ("shown", "keys", "tasks")
-AIM_TITLES = ("keys, at their success when written", "keys, at their success that epoch", "tasks, at their own p_hat")
 
 
 def _interval(values: list[float], rng: np.random.Generator) -> tuple[float, float, float] | None:

@@ -251,12 +251,12 @@ def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_p
     genenv = next(r for r in runs if r.curriculum == "genenv")
     genenv.metrics[1]["p_hat_per_task"][:] = [0.0, 1.0]  # key a@0 at 0.5 over two unanimous tasks
     aim = mix_aim(genenv, alpha=0.5, beta=10.0, stats_window=64)
-    assert aim["shown"] == aim["keys"] == pytest.approx(1.0) and aim["exact"]
+    assert aim["written"] == aim["played"] == pytest.approx(1.0) and aim["exact"]
     assert aim["tasks"] == pytest.approx(np.exp(-2.5))
     by_curriculum = mix_aim_by_curriculum(runs, alpha=0.5, beta=10.0, stats_window=64)
-    assert by_curriculum["random"]["shown"] == pytest.approx((np.exp(-2.5),) * 3)
+    assert by_curriculum["random"]["written"] == pytest.approx((np.exp(-2.5),) * 3)
     minus = by_curriculum["random"]["minus"]
-    assert minus["shown"] == pytest.approx((1 - np.exp(-2.5),) * 3) and by_curriculum["random"]["paired_seeds"] == [
+    assert minus["written"] == pytest.approx((1 - np.exp(-2.5),) * 3) and by_curriculum["random"]["paired_seeds"] == [
         0,
         1,
     ]
