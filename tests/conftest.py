@@ -1,7 +1,9 @@
-"""Shared fixtures: where the benchmark data is, the tiny random policy, and a run lock held by a live process."""
+"""Shared fixtures: where the benchmark data is, the tiny random policy, a run lock held by a live process, and the
+benchmark scripts as modules."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -65,3 +68,16 @@ def two_epoch_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
     return run_dir
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module; it imports its neighbours as it does on the command line."""
+    folder = str(REPO / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
+    return module

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import torch
+from conftest import load_benchmark
 from safetensors.torch import save_file
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _load_probe():
-    spec = importlib.util.spec_from_file_location("agent_update_probe", REPO / "benchmarks/agent_update_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _adapter(folder: Path, b: torch.Tensor) -> None:
@@ -45,7 +36,7 @@ def _run(folder: Path, curriculum: str, scores: list[float], overrides: list[str
 
 
 def test_report_pairs_the_probe_with_the_experiments_run(tmp_path, monkeypatch):
-    probe = _load_probe()
+    probe = load_benchmark("agent_update_probe")
     monkeypatch.setattr(probe, "PROBES", tmp_path / "probes")
     monkeypatch.setattr(probe, "EXPERIMENT_RUNS", tmp_path / "experiment")
     run_dir = tmp_path / "probes" / "random-s0-skip"

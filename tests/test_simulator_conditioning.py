@@ -1,13 +1,11 @@
 """benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on a run's D_env as the run's epochs trained it."""
 
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import load_benchmark
 
 from genenv.agents.models import build_tiny_policy
 from genenv.curriculum import RWRConfig, RWRTrainer
@@ -16,25 +14,12 @@ from genenv.pools import TaskPool
 PROMPT = [{"role": "user", "content": "Write one task as JSON."}]
 
 
-def _load_script():
-    sys.path.insert(0, str(REPO / "benchmarks"))  # the script imports its neighbours as the command line does
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "simulator_conditioning", REPO / "benchmarks/simulator_conditioning.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
-
-
 def _proposal(raw: str, task: dict | None) -> dict:
     return {"family": "add", "messages": PROMPT, "raw": raw, "task": task, "reject_reason": "" if task else "bad"}
 
 
 def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_to_it(tmp_path):
-    script = _load_script()
+    script = load_benchmark("simulator_conditioning")
     pool = TaskPool(tmp_path / "pools")
     task = {"task_id": "t", "benchmark": "toy", "prompt": "p"}
     pool.add_proposals([_proposal('{"a": 1}', task), _proposal("??", None)], 0, 1.0, 2.7, True)
@@ -51,7 +36,7 @@ def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_t
 
 
 def test_replay_refuses_a_folder_without_pools_or_without_a_committed_epoch(tmp_path):
-    script = _load_script()
+    script = load_benchmark("simulator_conditioning")
     with pytest.raises(SystemExit, match="not a run folder"):
         script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path / "typo")
     assert not (tmp_path / "typo").exists()
@@ -72,7 +57,7 @@ def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2"), 
 
 
 def test_compare_scores_requested_and_written_keys_by_the_reward_their_success_would_earn(tmp_path):
-    script = _load_script()
+    script = load_benchmark("simulator_conditioning")
     history = {"f@0": 1.0, "f@1": 0.5, "f@2": 0.0}
     first = _conditioning_file(tmp_path / "a.json", ["f@0", "f@1", None], history)
     second = _conditioning_file(tmp_path / "b.json", ["f@1", "f@1", "f@1"], history)

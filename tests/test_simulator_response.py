@@ -1,21 +1,13 @@
 """benchmarks/simulator_response.py: how the simulator's written family keys relate to the requested ones."""
 
 import dataclasses
-import importlib.util
 import json
 import math
 
-from conftest import REPO
+from conftest import load_benchmark
 
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.envs.simulator import difficulty_instruction
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("simulator_response", REPO / "benchmarks/simulator_response.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _proposal(adapter, requested, level, success, epoch):
@@ -27,7 +19,7 @@ def _proposal(adapter, requested, level, success, epoch):
 
 
 def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tmp_path):
-    script = _load_script()
+    script = load_benchmark("simulator_response")
     adapter = ReasoningGymAdapter(families=["chain_sum@0-2"], test_per_level=1, validation_per_level=1,
                                   train_per_level=2)  # fmt: skip
     pools = tmp_path / "run" / "pools"
@@ -60,7 +52,7 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
 
 
 def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alpha(tmp_path):
-    script = _load_script()
+    script = load_benchmark("simulator_response")
     run = tmp_path / "run"
     (run / "pools").mkdir(parents=True)
     (run / ".hydra").mkdir()
