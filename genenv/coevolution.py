@@ -122,6 +122,10 @@ class GenEnvConfig:
         simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``auto``;
             :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``).
         simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
+            training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
+            inside the band (what RWR trains it toward, shown in context), topped up with training items while it
+            has too few. The other curricula always show training items.
         agent: GRPO settings of the agent update.
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
@@ -159,6 +163,7 @@ class GenEnvConfig:
     simulator_temperature: float = 0.8
     simulator_engine: str = "auto"
     simulator_engine_compute_type: str = "int8"
+    simulator_examples: str = "train"
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
@@ -186,6 +191,8 @@ class GenEnvConfig:
             raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
         if self.simulator_engine_compute_type not in COMPUTE_TYPES:
             raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
+        if self.simulator_examples not in ("train", "in_band"):
+            raise ValueError(f"simulator.examples must be train or in_band, got {self.simulator_examples!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -454,10 +461,13 @@ class CoEvolutionTrainer:
         proposals: list[Proposal] = []
         valid: dict[str, Task] = {}
         success = self.stats.rates() if conditioned else None
+        own_examples = None
+        if conditioned and self.config.simulator_examples == "in_band":
+            own_examples = self.tasks.in_band_outputs(self.simulator.num_examples)
         for _ in tqdm(range(self._rounds(wanted)), desc="simulator", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
-            batch = self.simulator.propose(self.adapter, rng=self.rng, success=success)
+            batch = self.simulator.propose(self.adapter, rng=self.rng, success=success, own_examples=own_examples)
             proposals.extend(batch)
             valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
         return list(valid.values())[:wanted], proposals

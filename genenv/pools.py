@@ -398,6 +398,14 @@ class TaskPool(JsonlPool):
             for r in self.weighted_examples(epoch)
         ]
 
+    def in_band_outputs(self, per_family: int) -> dict[str, list[str]]:
+        """Each family's latest ``per_family`` accepted generations (tasks whose attempts the agent's success put
+        inside the band), as the simulator wrote them, oldest first; committed epochs only."""
+        outputs: dict[str, list[str]] = {}
+        for record in self.records(status="accepted"):
+            outputs.setdefault(record["family"], []).append(record["raw"])
+        return {family: raws[-per_family:] for family, raws in outputs.items() if per_family > 0}
+
     def rejects(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Rejected generations, with ``reject_reason``; see :meth:`view` for ``epoch``."""
         return [record for record in self.view(epoch) if record["status"] == "rejected"]

@@ -43,6 +43,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         simulator_model=cfg.get("simulator_model") or cfg.model.name,
         simulator_engine=cfg.simulator.engine,
         simulator_engine_compute_type=cfg.simulator.engine_compute_type,
+        simulator_examples=cfg.simulator.examples,
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
         agent=GRPOAgentConfig(**agent),
         warm_start=WarmStartConfig(**OmegaConf.to_container(cfg.warm_start, resolve=True)),

@@ -78,6 +78,28 @@ def test_simulator_prompt_carries_schema_examples_and_difficulty(tiny_policy):
     assert all(p.task is not None or p.reject_reason for p in proposals)
 
 
+def test_own_examples_are_shown_last_and_topped_up_with_the_adapters(tiny_policy):
+    simulator = Simulator(tiny_policy, num_examples=2)
+    adapter = ToyAdapter()
+    shown = [
+        m["content"] for m in simulator.messages(adapter, "small", np.random.default_rng(0)) if m["role"] == "assistant"
+    ]
+
+    def examples(own):
+        messages = simulator.messages(adapter, "small", np.random.default_rng(0), own_examples=own)
+        return [m["content"] for m in messages if m["role"] == "assistant"]
+
+    assert examples([]) == shown and len(shown) == 2
+    assert examples(["mine"]) == [shown[0], "mine"]
+    assert examples(["old", "mid", "new"]) == ["mid", "new"]
+    assert (
+        Simulator(tiny_policy, num_examples=0).messages(adapter, "small", np.random.default_rng(0), None, ["x"])[1][
+            "role"
+        ]
+        == "user"
+    )
+
+
 def test_difficulty_instruction_direction():
     assert "easier" in difficulty_instruction(0.1, 0.5)
     assert "harder" in difficulty_instruction(0.9, 0.5)

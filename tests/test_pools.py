@@ -383,6 +383,24 @@ def test_task_pool_weighted_examples_and_rejects(tmp_path):
     assert dataset.column_names[-1] == "status" and dataset["task"][1] is None
 
 
+def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(tmp_path):
+    pool = TaskPool(tmp_path)
+    prompt = [{"role": "user", "content": "write a task"}]
+
+    def proposal(family: str, raw: str, task: Task | None = None) -> dict:
+        return {"family": family, "messages": prompt, "raw": raw, "task": task or make_task(1), "reject_reason": ""}
+
+    pool.add_proposals([proposal("add", "a0"), proposal("add", "a1"), proposal("mul", "m0")], 0, 1.0, np.e, True)
+    pool.add_proposals([proposal("add", "outside")], 0, 0.1, 1.1, False)
+    pool.add_proposals([{**proposal("add", "broken"), "task": None}], 0, 0.0, 1.0, False)
+    pool.commit(0)
+    pool.add_proposals([proposal("add", "a2")], 1, 1.0, np.e, True)
+    assert pool.in_band_outputs(2) == {"add": ["a0", "a1"], "mul": ["m0"]}  # epoch 1 is not committed yet
+    pool.commit(1)
+    assert pool.in_band_outputs(2) == {"add": ["a1", "a2"], "mul": ["m0"]}
+    assert pool.in_band_outputs(0) == {}
+
+
 def test_real_episode_and_proposal_objects(tmp_path):
     from genenv.agents.agent import Episode
     from genenv.benchmarks.base import Trajectory

@@ -127,6 +127,38 @@ def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
     assert metrics["simulator"]["examples"] == 1  # only the task in the band trains the simulator
 
 
+@pytest.mark.parametrize("curriculum", ["genenv", "random"])
+def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_the_band(tmp_path, curriculum):
+    config = tiny_config(
+        tmp_path, epochs=2, replay_tasks=0, validation_split=None, base_split=None, curriculum=curriculum,
+        simulator_examples="in_band",
+    )  # fmt: skip
+    trainer = CoEvolutionTrainer(config)
+    hard = dict(
+        CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
+    )
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard)], "Calculator")
+    scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}  # the first task inside the band, the second outside
+
+    def train(tasks):
+        trainer.agent_trainer.episodes = [
+            Episode(task, Trajectory(), reward, [], [])
+            for task in tasks
+            for reward in next(r for q, r in scripted.items() if q in task.prompt)
+        ]
+        return {"episodes": len(trainer.agent_trainer.episodes)}
+
+    trainer.agent_trainer.train = train
+    trainer.train()
+    (epoch_0, *_), (epoch_1, *_) = trainer.simulator.prompts  # one batch an epoch; its first prompt
+    first, second = ([m["content"] for m in prompt if m["role"] == "assistant"] for prompt in (epoch_0, epoch_1))
+    assert json.dumps(CALCULATOR_TASK) not in first  # epoch 0: the benchmark's examples only
+    if curriculum == "genenv":
+        assert second[-1] == json.dumps(CALCULATOR_TASK) and json.dumps(hard) not in second
+    else:
+        assert json.dumps(CALCULATOR_TASK) not in second
+
+
 def test_warm_start_mixing_and_expert_traces_of_generated_tasks(tmp_path):
     """Epoch 0 scores the held-out tasks before training and after the warm start; D_train holds the training
     split's expert traces and each validated generated task's; mix_per_epoch replays expert traces."""

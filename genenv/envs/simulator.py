@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,17 +156,26 @@ class Simulator:
         family: str,
         rng: np.random.Generator,
         success: Mapping[str, float] | None = None,
+        own_examples: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
-        """The chat prompt asking for one task of ``family``; ``success`` maps family -> the agent's recent success."""
+        """The chat prompt asking for one task of ``family``; ``success`` maps family -> the agent's recent success.
+
+        Its ``num_examples`` worked examples are the last of ``own_examples`` (earlier outputs of this simulator,
+        shown as it wrote them, oldest first), after as many of the adapter's ``generation_examples`` as they leave."""
         system = (
             f"You are an environment simulator for the {adapter.name} benchmark. You write new tasks "
             "for an AI agent. Answer with exactly one JSON object matching this schema, nothing else:\n"
             + json.dumps(adapter.task_schema, ensure_ascii=False)
         )
         conversation = [{"role": "system", "content": system}]
-        for example in adapter.generation_examples(family, self.num_examples, rng):
+        own = list(own_examples)[-self.num_examples :] if self.num_examples else []
+        shown = [
+            json.dumps(e, ensure_ascii=False)
+            for e in adapter.generation_examples(family, self.num_examples - len(own), rng)
+        ]
+        for example in shown + own:
             conversation.append({"role": "user", "content": "Write one new task as JSON."})
-            conversation.append({"role": "assistant", "content": json.dumps(example, ensure_ascii=False)})
+            conversation.append({"role": "assistant", "content": example})
         request = (
             f"{adapter.generation_context(family, rng, success)}\n\n"
             f"{difficulty_instruction((success or {}).get(family), self.alpha)}\n"
@@ -203,17 +212,21 @@ class Simulator:
         n: int | None = None,
         families: list[str] | None = None,
         success: dict[str, float] | None = None,
+        own_examples: Mapping[str, Sequence[str]] | None = None,
     ) -> list[Proposal]:
         """Write ``n`` tasks (default ``batch_size``), parse and validate each.
 
         ``families`` fixes the family of each proposal (default: drawn uniformly from
-        ``adapter.families()``); ``success`` maps family -> the agent's recent success rate.
+        ``adapter.families()``); ``success`` maps family -> the agent's recent success rate; ``own_examples`` maps
+        family -> earlier outputs of this simulator to show as worked examples (:meth:`messages`).
         """
         n = n or self.batch_size
         if families is None:
             choices = adapter.families()
             families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
-        prompts = [self.messages(adapter, family, rng, success) for family in families]
+        prompts = [
+            self.messages(adapter, family, rng, success, (own_examples or {}).get(family, ())) for family in families
+        ]
         schemas = [adapter.generation_schema(family) for family in families] if self.constrained else []
         constrained = bool(schemas) and all(schema is not None for schema in schemas)
         texts = self.generate(prompts, seed=int(rng.integers(2**31)), schemas=schemas if constrained else None)
