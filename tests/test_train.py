@@ -97,15 +97,14 @@ def test_generated_tasks_train_both_policies_and_kl_cap_stops(tmp_path, caplog):
     assert len(accepted) == 1 and accepted[0]["weight"] == pytest.approx(2.718281828 ** metrics["r_env"])
 
 
-def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
-    """R_env and the band are per task (the G attempts on it): one task in the band, one outside."""
-    config = tiny_config(tmp_path, epochs=1, replay_tasks=0, validation_split=None, base_split=None)
-    trainer = CoEvolutionTrainer(config)
-    hard = dict(
-        CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
-    )
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard), "{broken"], "Calculator")
-    scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}  # rewards of the G = 2 attempts, by question
+HARD_TASK = dict(
+    CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
+)
+
+
+def _script_attempts(trainer: CoEvolutionTrainer) -> None:
+    """The agent's G = 2 attempts score 1, 0 on CALCULATOR_TASK (inside the band) and 0, 0 on HARD_TASK (outside)."""
+    scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}
 
     def train(tasks):
         trainer.agent_trainer.episodes = [
@@ -116,12 +115,20 @@ def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
         return {"episodes": len(trainer.agent_trainer.episodes)}
 
     trainer.agent_trainer.train = train
+
+
+def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
+    """R_env and the band are per task (the G attempts on it): one task in the band, one outside."""
+    config = tiny_config(tmp_path, epochs=1, replay_tasks=0, validation_split=None, base_split=None)
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK), "{broken"], "Calculator")
+    _script_attempts(trainer)
     (metrics,) = trainer.train()
     assert metrics["p_hat"] == pytest.approx(0.25) and metrics["p_hat_per_task"] == [0.0, 0.5]
     assert metrics["in_band"] == 1 and metrics["filtered"] == 1 and metrics["rejects"] == 1
     assert metrics["r_env"] == pytest.approx((1.0 + math.exp(-10 * 0.25)) / 2)
     records = {r["raw"]: r for r in TaskPool(tmp_path / "pools").records()}
-    kept, outside = records[json.dumps(CALCULATOR_TASK)], records[json.dumps(hard)]
+    kept, outside = records[json.dumps(CALCULATOR_TASK)], records[json.dumps(HARD_TASK)]
     assert kept["status"] == "accepted" and kept["r_env"] == 1.0 and kept["weight"] == pytest.approx(math.e)
     assert outside["status"] == "filtered" and outside["r_env"] == pytest.approx(math.exp(-2.5))
     assert metrics["simulator"]["examples"] == 1  # only the task in the band trains the simulator
@@ -134,27 +141,14 @@ def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_t
         simulator_examples="in_band",
     )  # fmt: skip
     trainer = CoEvolutionTrainer(config)
-    hard = dict(
-        CALCULATOR_TASK, request="How much is 7*6?", gold_call={"name": "Calculator", "arguments": {"formula": "7*6"}}
-    )
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(hard)], "Calculator")
-    scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}  # the first task inside the band, the second outside
-
-    def train(tasks):
-        trainer.agent_trainer.episodes = [
-            Episode(task, Trajectory(), reward, [], [])
-            for task in tasks
-            for reward in next(r for q, r in scripted.items() if q in task.prompt)
-        ]
-        return {"episodes": len(trainer.agent_trainer.episodes)}
-
-    trainer.agent_trainer.train = train
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK)], "Calculator")
+    _script_attempts(trainer)
     trainer.train()
     (epoch_0, *_), (epoch_1, *_) = trainer.simulator.prompts  # one batch an epoch; its first prompt
     first, second = ([m["content"] for m in prompt if m["role"] == "assistant"] for prompt in (epoch_0, epoch_1))
     assert json.dumps(CALCULATOR_TASK) not in first  # epoch 0: the benchmark's examples only
     if curriculum == "genenv":
-        assert second[-1] == json.dumps(CALCULATOR_TASK) and json.dumps(hard) not in second
+        assert second[-1] == json.dumps(CALCULATOR_TASK) and json.dumps(HARD_TASK) not in second
     else:
         assert json.dumps(CALCULATOR_TASK) not in second
 
