@@ -14,7 +14,9 @@ the same first tasks (the seeds are the same): its held-out score at each stage 
 the experiment's run of the same curriculum and seed. ``report`` gives per stage the held-out score, the items
 that went up and down against the warm start, the paired difference from the experiment's run (with its
 standard error over items), and how far the agent's LoRA update ``B @ A`` moved from the warm start's (the
-Frobenius norm of the change over that of the warm start's own update, from the epoch checkpoints).
+Frobenius norm of the change over that of the warm start's own update, from the epoch checkpoints); then, for a probe
+of the curriculum (``--set simulator.examples=in_band``), the fresh tasks inside the band per epoch beside the
+experiment's runs of the probe's curriculum and of Random with the same seed.
 """
 
 from __future__ import annotations
@@ -134,7 +136,36 @@ def report(args: argparse.Namespace) -> str:
             lines.append(
                 row(name, note, epoch, scored, warm["task_scores"], drift(run_dir, epoch, start_update), paired)
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + in_band_lines(args)) + "\n"
+
+
+def in_band_lines(args: argparse.Namespace) -> list[str]:
+    """Fresh tasks inside the band per epoch: each probe, the experiment's run of its curriculum and seed, and the
+    experiment's Random run of that seed (what a curriculum must beat), over the epochs the probe ran."""
+    runs: dict[str, list[dict]] = {}
+    for name in args.names:
+        records = read_metrics(PROBES / name)
+        runs[name] = records
+        seed = int(records[0]["seed"])
+        for curriculum in (records[0]["curriculum"], "random"):
+            label = run_name(curriculum, seed)
+            if label not in runs and has_run(args.testbed, label):
+                runs[label] = experiment_records(args.testbed, curriculum, seed)[: len(records)]
+    lines = ["", "Fresh tasks inside the band, per epoch and over the epochs after the first:", "",
+             "| run | per epoch | after epoch 0 |", "|---|---|---|"]  # fmt: skip
+    for label, metrics in runs.items():
+        inside, played = (sum(m[key] for m in metrics[1:]) for key in ("in_band", "fresh_tasks"))
+        share = f"{inside}/{played} = {inside / played:.3f}" if played else "-"
+        per_epoch = ", ".join(f"{m['in_band']}/{m['fresh_tasks']}" for m in metrics)
+        lines.append(f"| {label} | {per_epoch} | {share} |")
+    return lines
+
+
+def has_run(testbed: str, label: str) -> bool:
+    """Whether the experiment's run ``label`` has metrics: in its folder or as the committed copy."""
+    return (EXPERIMENT_RUNS / testbed / label / "metrics.jsonl").exists() or (
+        RESULTS / testbed / "runs" / f"{label}.jsonl"
+    ).exists()
 
 
 def main() -> None:
