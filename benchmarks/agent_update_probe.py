@@ -111,9 +111,9 @@ def report(args: argparse.Namespace) -> str:
         "(paired s.e.) | LoRA update moved (relative to the warm start's) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name in args.names:
+    probes = {name: read_metrics(PROBES / name) for name in args.names}
+    for name, records in probes.items():
         run_dir = PROBES / name
-        records = read_metrics(run_dir)
         curriculum, seed = records[0]["curriculum"], int(records[0]["seed"])
         warm = records[0]["validation_warm_start"]
         start_update = lora_update(run_dir / CHECKPOINTS / WARM_START)
@@ -136,21 +136,20 @@ def report(args: argparse.Namespace) -> str:
             lines.append(
                 row(name, note, epoch, scored, warm["task_scores"], drift(run_dir, epoch, start_update), paired)
             )
-    return "\n".join(lines + in_band_lines(args)) + "\n"
+    return "\n".join(lines + in_band_lines(args.testbed, probes)) + "\n"
 
 
-def in_band_lines(args: argparse.Namespace) -> list[str]:
-    """Fresh tasks inside the band per epoch: each probe, the experiment's run of its curriculum and seed, and the
-    experiment's Random run of that seed (what a curriculum must beat), over the epochs the probe ran."""
+def in_band_lines(testbed: str, probes: dict[str, list[dict]]) -> list[str]:
+    """Fresh tasks inside the band per epoch: each probe (name -> metrics), the experiment's run of its curriculum and
+    seed, and the experiment's Random run of that seed (what a curriculum must beat), over the epochs the probe ran."""
     runs: dict[str, list[dict]] = {}
-    for name in args.names:
-        records = read_metrics(PROBES / name)
+    for name, records in probes.items():
         runs[name] = records
         seed = int(records[0]["seed"])
         for curriculum in (records[0]["curriculum"], "random"):
             label = run_name(curriculum, seed)
-            if label not in runs and has_run(args.testbed, label):
-                runs[label] = experiment_records(args.testbed, curriculum, seed)[: len(records)]
+            if label not in runs and has_run(testbed, label):
+                runs[label] = experiment_records(testbed, curriculum, seed)[: len(records)]
     lines = ["", "Fresh tasks inside the band, per epoch and over the epochs after the first:", "",
              "| run | per epoch | after epoch 0 |", "|---|---|---|"]  # fmt: skip
     for label, metrics in runs.items():

@@ -15,7 +15,6 @@ know it) and the key plus the expression's features (ridge logistic regression).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from task_spread import played_after_epoch_0  # benchmarks/ is on sys.path
 
 FEATURES = (
     "terms", "max digits", "log10 |answer|", "answer < 0", "operator kinds", "brackets", "negative operands",
@@ -36,19 +36,11 @@ Played = tuple[str, str, bool]
 
 def played_tasks(run_dir: Path) -> list[Played]:
     """(family key, expression, inside the band) of every written-expression task played after epoch 0."""
-    attempts: dict[tuple[int, str], list[float]] = defaultdict(list)
-    described: dict[tuple[int, str], tuple[str, str]] = {}
-    traces = run_dir / "pools" / "traces.jsonl"
-    if not traces.is_file():
-        raise SystemExit(f"{run_dir} is not a run folder: it has no {traces.relative_to(run_dir)}")
-    for line in traces.read_text(encoding="utf-8").splitlines():
-        trace = json.loads(line)
-        expression = trace["task"].get("gold", {}).get("expression")
-        if trace.get("source") == "on_policy" and trace["epoch"] > 0 and expression is not None:
-            task = (trace["epoch"], trace["task"]["task_id"])
-            attempts[task].append(float(trace["reward"]))
-            described[task] = (trace["family"], f"{expression} = {trace['task']['gold']['answer']}")
-    return [(*described[task], 0 < float(np.mean(r)) < 1) for task, r in sorted(attempts.items())]
+    return [
+        (key, f"{task['gold']['expression']} = {task['gold']['answer']}", 0 < float(np.mean(rewards)) < 1)
+        for task, key, rewards in played_after_epoch_0(run_dir).values()
+        if task.get("gold", {}).get("expression") is not None
+    ]
 
 
 def expression_features(text: str) -> list[float]:

@@ -15,21 +15,30 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 
-def task_success(run_dir: Path) -> list[tuple[int, str, float]]:
-    """(epoch, family key, success over its attempts) of every task the agent played after epoch 0."""
-    attempts: dict[tuple[int, str], list[float]] = defaultdict(list)
-    keys: dict[tuple[int, str], str] = {}
-    for line in (run_dir / "pools" / "traces.jsonl").read_text(encoding="utf-8").splitlines():
+def played_after_epoch_0(run_dir: Path) -> dict[tuple[int, str], tuple[dict[str, Any], str, list[float]]]:
+    """(epoch, task id) -> (the task, its family key, its attempts' rewards) of every task the agent played after
+    epoch 0 (on-policy traces), in order."""
+    traces = run_dir / "pools" / "traces.jsonl"
+    if not traces.is_file():
+        raise SystemExit(f"{run_dir} is not a run folder: it has no {traces.relative_to(run_dir)}")
+    played: dict[tuple[int, str], tuple[dict[str, Any], str, list[float]]] = {}
+    for line in traces.read_text(encoding="utf-8").splitlines():
         trace = json.loads(line)
         if trace.get("source") == "on_policy" and trace["epoch"] > 0:
-            task = (trace["epoch"], trace["task"]["task_id"])
-            attempts[task].append(float(trace["reward"]))
-            keys[task] = trace["family"]
-    return [(epoch, keys[epoch, task], float(np.mean(r))) for (epoch, task), r in sorted(attempts.items())]
+            task = trace["task"]
+            _, _, rewards = played.setdefault((trace["epoch"], task["task_id"]), (task, trace["family"], []))
+            rewards.append(float(trace["reward"]))
+    return dict(sorted(played.items()))
+
+
+def task_success(run_dir: Path) -> list[tuple[int, str, float]]:
+    """(epoch, family key, success over its attempts) of every task the agent played after epoch 0."""
+    return [(epoch, key, float(np.mean(r))) for (epoch, _), (_, key, r) in played_after_epoch_0(run_dir).items()]
 
 
 def spread(run_dir: Path, middle: tuple[float, float]) -> dict[str, float | int]:
