@@ -78,6 +78,8 @@ POOLS = "pools"
 POOL_DRAFT = "pool_draft"
 POOL_STREAM = 1  # batch i of a static/offline pool draws from np.random.default_rng([seed, POOL_STREAM, i])
 VALIDATION_SEED = 12345  # picks the held-out subset: runs of different seeds score the same tasks
+#: played tasks of the requested family a ``simulator.examples=scored`` prompt lists with their success
+SCORED_TASKS = 6
 
 
 @dataclass
@@ -125,7 +127,10 @@ class GenEnvConfig:
         simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
             training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
             inside the band (what RWR trains it toward, shown in context), topped up with training items while it
-            has too few. The other curricula always show training items.
+            has too few; ``"scored"``, the training items, and in the request its latest ``SCORED_TASKS`` tasks of
+            the requested family that the agent played, each with the share of the agent's attempts that solved it
+            (per-task feedback: the success per family cannot tell which tasks inside a family are on target). The
+            other curricula always show training items only.
         agent: GRPO settings of the agent update.
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
@@ -191,8 +196,8 @@ class GenEnvConfig:
             raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
         if self.simulator_engine_compute_type not in COMPUTE_TYPES:
             raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
-        if self.simulator_examples not in ("train", "in_band"):
-            raise ValueError(f"simulator.examples must be train or in_band, got {self.simulator_examples!r}")
+        if self.simulator_examples not in ("train", "in_band", "scored"):
+            raise ValueError(f"simulator.examples must be train, in_band or scored, got {self.simulator_examples!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -400,7 +405,8 @@ class CoEvolutionTrainer:
         r_env = [task_r_env.get(task_id, 0.0) for task_id in task_ids]
         kept = [task_id in task_p_hat and self.band(task_p_hat[task_id]) for task_id in task_ids]
         weights = [rwr_weight(r, self.config.lam) for r in r_env]
-        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept)
+        p_hat = [task_p_hat.get(task_id) for task_id in task_ids]
+        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept, p_hat)
         return sum(record["status"] == "filtered" for record in records)
 
     def _generated_tasks(self) -> int:
@@ -461,13 +467,17 @@ class CoEvolutionTrainer:
         proposals: list[Proposal] = []
         valid: dict[str, Task] = {}
         success = self.stats.rates() if conditioned else None
-        own_examples = None
+        own_examples = scored = None
         if conditioned and self.config.simulator_examples == "in_band":
             own_examples = self.tasks.in_band_outputs(self.simulator.num_examples)
+        if conditioned and self.config.simulator_examples == "scored":
+            scored = self.tasks.scored_outputs(lambda task: self.adapter.family(Task.from_dict(task)), SCORED_TASKS)
         for _ in tqdm(range(self._rounds(wanted)), desc="simulator", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
-            batch = self.simulator.propose(self.adapter, rng=self.rng, success=success, own_examples=own_examples)
+            batch = self.simulator.propose(
+                self.adapter, rng=self.rng, success=success, own_examples=own_examples, scored=scored
+            )
             proposals.extend(batch)
             valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
         return list(valid.values())[:wanted], proposals

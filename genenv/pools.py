@@ -31,7 +31,7 @@ import logging
 import operator
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -358,17 +358,22 @@ class TaskPool(JsonlPool):
         r_env: float | Sequence[float],
         weight: float | Sequence[float],
         kept: bool | Sequence[bool],
+        p_hat: float | None | Sequence[float | None] = None,
     ) -> list[dict[str, Any]]:
         """Append simulator outputs (:class:`~genenv.envs.simulator.Proposal` or its ``to_dict()``) as one batch.
 
-        ``r_env``, ``weight`` (``exp(lambda * R_env)``) and ``kept`` are one value for the batch or one per proposal.
+        ``r_env``, ``weight`` (``exp(lambda * R_env)``), ``kept`` and ``p_hat`` (the agent's success on the task, or
+        ``None`` where it was not played) are one value for the batch or one per proposal.
         """
         items = [dict(proposal) if isinstance(proposal, Mapping) else proposal.to_dict() for proposal in proposals]
-        r_envs, weights, kepts = (
-            _per_item(value, len(items), name) for value, name in ((r_env, "r_env"), (weight, "weight"), (kept, "kept"))
+        r_envs, weights, kepts, p_hats = (
+            _per_item(value, len(items), name)
+            for value, name in ((r_env, "r_env"), (weight, "weight"), (kept, "kept"), (p_hat, "p_hat"))
         )
         records = []
-        for item, item_r_env, item_weight, item_kept in zip(items, r_envs, weights, kepts, strict=True):
+        for item, item_r_env, item_weight, item_kept, item_p_hat in zip(
+            items, r_envs, weights, kepts, p_hats, strict=True
+        ):
             task = item.get("task")
             task = task.to_dict() if isinstance(task, Task) else task
             records.append(
@@ -379,6 +384,7 @@ class TaskPool(JsonlPool):
                     "task": task,
                     "reject_reason": item.get("reject_reason", ""),
                     "r_env": float(item_r_env),
+                    "p_hat": None if item_p_hat is None else float(item_p_hat),
                     "weight": float(item_weight),
                     "kept": bool(item_kept),
                     "status": "rejected" if task is None else "accepted" if item_kept else "filtered",
@@ -405,6 +411,18 @@ class TaskPool(JsonlPool):
         for record in self.records(status="accepted"):
             outputs.setdefault(record["family"], []).append(record["raw"])
         return {family: raws[-per_family:] for family, raws in outputs.items() if per_family > 0}
+
+    def scored_outputs(
+        self, family_of: Callable[[dict[str, Any]], str], per_family: int
+    ) -> dict[str, list[tuple[str, float]]]:
+        """The latest ``per_family`` generations whose tasks the agent played, as the simulator wrote them with the
+        agent's success on each (``p_hat``), oldest first, grouped by the played task's family (``family_of`` maps a
+        stored task to it); committed epochs only."""
+        outputs: dict[str, list[tuple[str, float]]] = {}
+        for record in self.records():
+            if record.get("p_hat") is not None:  # records stored before p_hat was kept have none
+                outputs.setdefault(family_of(record["task"]), []).append((record["raw"], record["p_hat"]))
+        return {family: scored[-per_family:] for family, scored in outputs.items() if per_family > 0}
 
     def rejects(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Rejected generations, with ``reject_reason``; see :meth:`view` for ``epoch``."""

@@ -17,6 +17,8 @@ class ScriptedSimulator(Simulator):
         self.prompts.append(conversations)
         return self.replies[: len(conversations)]
 
-    def propose(self, adapter, *, rng, n=None, families=None, success=None, own_examples=None):
+    def propose(self, adapter, *, rng, n=None, families=None, success=None, own_examples=None, scored=None):
         families = [self.family] * len(self.replies)
-        return super().propose(adapter, rng=rng, families=families, success=success, own_examples=own_examples)
+        return super().propose(
+            adapter, rng=rng, families=families, success=success, own_examples=own_examples, scored=scored
+        )

@@ -96,6 +96,23 @@ def test_own_examples_are_shown_last_and_topped_up_with_the_adapters(tiny_policy
     assert [m["role"] for m in unshown] == ["system", "user"]  # no worked example at all
 
 
+def test_scored_tasks_are_listed_in_the_request_with_their_success(tiny_policy):
+    simulator = Simulator(tiny_policy, num_examples=2, alpha=0.5)
+    adapter = ToyAdapter()
+    plain = simulator.messages(adapter, "small", np.random.default_rng(0))
+    scored = simulator.messages(
+        adapter, "small", np.random.default_rng(0), scored=[('{"a": 1,\n "b": 2}', 1.0), ('{"a": 9}', 0.375)]
+    )
+    assert scored[:-1] == plain[:-1]  # the same system prompt and worked examples
+    request = scored[-1]["content"]
+    assert request.startswith(plain[-1]["content"].split("\n\n")[0])
+    listed = request[request.index("Your latest tasks") :].splitlines()
+    assert listed[1:3] == ['- {"a": 1, "b": 2} -> 100%', '- {"a": 9} -> 38%'] and "target 50%" in listed[0]
+    assert request.endswith(plain[-1]["content"][plain[-1]["content"].index("The agent") :])
+    long = simulator.messages(adapter, "small", np.random.default_rng(0), scored=[("x" * 400, 0.0)])
+    assert f"- {'x' * 300}... -> 0%" in long[-1]["content"]
+
+
 def test_difficulty_instruction_direction():
     assert "easier" in difficulty_instruction(0.1, 0.5)
     assert "harder" in difficulty_instruction(0.9, 0.5)

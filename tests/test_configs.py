@@ -84,7 +84,7 @@ def test_main_job_config(model, few_shot):
         ("agent.num_generations=two", "agent.num_generations must be int"),
         ("warm_start.learning_rate=-1", "warm_start.epochs and warm_start.learning_rate must be > 0"),
         ("rwr.lora_r=1.5", "rwr.lora_r must be int"),
-        ("simulator.examples=best", "simulator.examples must be train or in_band"),
+        ("simulator.examples=best", "simulator.examples must be train, in_band or scored"),
     ],
 )
 def test_bad_settings_stop_before_anything_loads_naming_the_key(override, message):

@@ -401,6 +401,30 @@ def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(
     assert pool.in_band_outputs(0) == {}
 
 
+def test_scored_outputs_are_each_played_familys_latest_committed_generations_with_their_success(tmp_path):
+    pool = TaskPool(tmp_path)
+    prompt = [{"role": "user", "content": "write a task"}]
+
+    def proposal(raw: str, level: int | None) -> dict:
+        task = None if level is None else Task(f"t-{raw}", "toy", raw, {"level": level}, source="generated")
+        return {"family": "asked", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+
+    def level_of(task: dict) -> str:
+        return f"level {task['gold']['level']}"
+
+    batch = [proposal("easy", 1), proposal("hard", 2), proposal("unplayed", 1), proposal("broken", None)]
+    pool.add_proposals(batch, 0, [0.1, 0.1, 0.0, 0.0], 1.0, False, p_hat=[1.0, 0.0, None, None])
+    pool.commit(0)
+    pool.add_proposals([proposal("fair", 1)], 1, 1.0, np.e, True, p_hat=0.5)
+    # grouped by the family of the task played, not the one asked for; unplayed and broken ones are left out
+    assert pool.scored_outputs(level_of, 2) == {"level 1": [("easy", 1.0)], "level 2": [("hard", 0.0)]}
+    pool.commit(1)
+    assert pool.scored_outputs(level_of, 2)["level 1"] == [("easy", 1.0), ("fair", 0.5)]
+    assert pool.scored_outputs(level_of, 1)["level 1"] == [("fair", 0.5)]
+    assert pool.scored_outputs(level_of, 0) == {}
+    assert [r["p_hat"] for r in pool.records()] == [1.0, 0.0, None, None, 0.5]
+
+
 def test_real_episode_and_proposal_objects(tmp_path):
     from genenv.agents.agent import Episode
     from genenv.benchmarks.base import Trajectory

@@ -153,6 +153,27 @@ def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_t
         assert json.dumps(CALCULATOR_TASK) not in second
 
 
+@pytest.mark.parametrize("curriculum", ["genenv", "random"])
+def test_a_scored_genenv_simulator_is_shown_its_played_tasks_with_the_agents_success(tmp_path, curriculum):
+    config = tiny_config(
+        tmp_path, epochs=2, replay_tasks=0, validation_split=None, base_split=None, curriculum=curriculum,
+        simulator_examples="scored",
+    )  # fmt: skip
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK)], "Calculator")
+    _script_attempts(trainer)
+    trainer.train()
+    (epoch_0, *_), (epoch_1, *_) = trainer.simulator.prompts  # one batch an epoch; its first prompt
+    assert "Your latest tasks" not in epoch_0[-1]["content"]  # epoch 0: nothing played yet
+    assert json.dumps(CALCULATOR_TASK) not in [m["content"] for m in epoch_1 if m["role"] == "assistant"]
+    if curriculum == "genenv":
+        # both of epoch 0's tasks are Calculator's: the one solved in 1 of 2 attempts, the one in neither
+        listed = epoch_1[-1]["content"].split("(target 50%):\n")[1].split("\n\n")[0].splitlines()
+        assert listed == [f"- {json.dumps(CALCULATOR_TASK)} -> 50%", f"- {json.dumps(HARD_TASK)} -> 0%"]
+    else:
+        assert "Your latest tasks" not in epoch_1[-1]["content"]
+
+
 def test_warm_start_mixing_and_expert_traces_of_generated_tasks(tmp_path):
     """Epoch 0 scores the held-out tasks before training and after the warm start; D_train holds the training
     split's expert traces and each validated generated task's; mix_per_epoch replays expert traces."""

@@ -25,6 +25,9 @@ from genenv.benchmarks.base import BenchmarkAdapter, Task
 
 logger = logging.getLogger(__name__)
 
+#: longest simulator output quoted in full in :func:`scored_tasks_note`
+MAX_SCORED_CHARS = 300
+
 
 @dataclass
 class Proposal:
@@ -81,6 +84,20 @@ def difficulty_instruction(success: float | None, alpha: float) -> str:
         f"The agent currently solves {success:.0%} of these tasks; the target is {alpha:.0%}. "
         f"Write a {direction} task" + (" than before." if direction != "similar" else " to before.")
     )
+
+
+def scored_tasks_note(scored: Sequence[tuple[str, float]], alpha: float) -> str:
+    """The simulator's latest played tasks of a family (as it wrote them) with the share of the agent's attempts
+    that solved each: per-task feedback on what is too easy, too hard or on target."""
+    lines = [
+        f"Your latest tasks of this kind and the share of the agent's attempts that solved each (target {alpha:.0%}):"
+    ]
+    for raw, p_hat in scored:
+        shown = " ".join(raw.split())
+        if len(shown) > MAX_SCORED_CHARS:
+            shown = shown[:MAX_SCORED_CHARS] + "..."
+        lines.append(f"- {shown} -> {p_hat:.0%}")
+    return "\n".join(lines)
 
 
 class Simulator:
@@ -157,11 +174,14 @@ class Simulator:
         rng: np.random.Generator,
         success: Mapping[str, float] | None = None,
         own_examples: Sequence[str] = (),
+        scored: Sequence[tuple[str, float]] = (),
     ) -> list[dict[str, Any]]:
         """The chat prompt asking for one task of ``family``; ``success`` maps family -> the agent's recent success.
 
         Its ``num_examples`` worked examples are the last of ``own_examples`` (earlier outputs of this simulator,
-        shown as it wrote them, oldest first), after as many of the adapter's ``generation_examples`` as they leave."""
+        shown as it wrote them, oldest first), after as many of the adapter's ``generation_examples`` as they leave.
+        ``scored`` (earlier outputs of this family, each with the agent's success on it) is listed in the request
+        (:func:`scored_tasks_note`)."""
         system = (
             f"You are an environment simulator for the {adapter.name} benchmark. You write new tasks "
             "for an AI agent. Answer with exactly one JSON object matching this schema, nothing else:\n"
@@ -176,8 +196,9 @@ class Simulator:
         for example in shown + own:
             conversation.append({"role": "user", "content": "Write one new task as JSON."})
             conversation.append({"role": "assistant", "content": example})
+        note = f"{scored_tasks_note(scored, self.alpha)}\n\n" if scored else ""
         request = (
-            f"{adapter.generation_context(family, rng, success)}\n\n"
+            f"{adapter.generation_context(family, rng, success)}\n\n{note}"
             f"{difficulty_instruction((success or {}).get(family), self.alpha)}\n"
             f"Write one new task of kind '{family}' as JSON."
         )
@@ -213,19 +234,24 @@ class Simulator:
         families: list[str] | None = None,
         success: dict[str, float] | None = None,
         own_examples: Mapping[str, Sequence[str]] | None = None,
+        scored: Mapping[str, Sequence[tuple[str, float]]] | None = None,
     ) -> list[Proposal]:
         """Write ``n`` tasks (default ``batch_size``), parse and validate each.
 
         ``families`` fixes the family of each proposal (default: drawn uniformly from
         ``adapter.families()``); ``success`` maps family -> the agent's recent success rate; ``own_examples`` maps
-        family -> earlier outputs of this simulator to show as worked examples (:meth:`messages`).
+        family -> earlier outputs of this simulator to show as worked examples, ``scored`` family -> earlier outputs
+        with the agent's success on each to list in the request (:meth:`messages`).
         """
         n = n or self.batch_size
         if families is None:
             choices = adapter.families()
             families = [choices[int(rng.integers(len(choices)))] for _ in range(n)]
         prompts = [
-            self.messages(adapter, family, rng, success, (own_examples or {}).get(family, ())) for family in families
+            self.messages(
+                adapter, family, rng, success, (own_examples or {}).get(family, ()), (scored or {}).get(family, ())
+            )
+            for family in families
         ]
         schemas = [adapter.generation_schema(family) for family in families] if self.constrained else []
         constrained = bool(schemas) and all(schema is not None for schema in schemas)
