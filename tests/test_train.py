@@ -134,17 +134,24 @@ def test_each_generated_task_is_rewarded_by_its_own_attempts(tmp_path):
     assert metrics["simulator"]["examples"] == 1  # only the task in the band trains the simulator
 
 
-@pytest.mark.parametrize("curriculum", ["genenv", "random"])
-def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_the_band(tmp_path, curriculum):
+def _first_prompts_of_two_epochs(tmp_path, curriculum: str, examples: str) -> tuple[list[dict], list[dict]]:
+    """The first simulator prompt of epochs 0 and 1 of a run with ``simulator.examples=examples``: epoch 0 writes
+    CALCULATOR_TASK (attempts 1, 0: in the band) and HARD_TASK (0, 0: outside)."""
     config = tiny_config(
         tmp_path, epochs=2, replay_tasks=0, validation_split=None, base_split=None, curriculum=curriculum,
-        simulator_examples="in_band",
+        simulator_examples=examples,
     )  # fmt: skip
     trainer = CoEvolutionTrainer(config)
     trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK)], "Calculator")
     _script_attempts(trainer)
     trainer.train()
     (epoch_0, *_), (epoch_1, *_) = trainer.simulator.prompts  # one batch an epoch; its first prompt
+    return epoch_0, epoch_1
+
+
+@pytest.mark.parametrize("curriculum", ["genenv", "random"])
+def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_the_band(tmp_path, curriculum):
+    epoch_0, epoch_1 = _first_prompts_of_two_epochs(tmp_path, curriculum, "in_band")
     first, second = ([m["content"] for m in prompt if m["role"] == "assistant"] for prompt in (epoch_0, epoch_1))
     assert json.dumps(CALCULATOR_TASK) not in first  # epoch 0: the benchmark's examples only
     if curriculum == "genenv":
@@ -155,15 +162,7 @@ def test_an_in_band_genenv_simulator_is_shown_its_own_tasks_that_landed_inside_t
 
 @pytest.mark.parametrize("curriculum", ["genenv", "random"])
 def test_a_scored_genenv_simulator_is_shown_its_played_tasks_with_the_agents_success(tmp_path, curriculum):
-    config = tiny_config(
-        tmp_path, epochs=2, replay_tasks=0, validation_split=None, base_split=None, curriculum=curriculum,
-        simulator_examples="scored",
-    )  # fmt: skip
-    trainer = CoEvolutionTrainer(config)
-    trainer.simulator = ScriptedSimulator([json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK)], "Calculator")
-    _script_attempts(trainer)
-    trainer.train()
-    (epoch_0, *_), (epoch_1, *_) = trainer.simulator.prompts  # one batch an epoch; its first prompt
+    epoch_0, epoch_1 = _first_prompts_of_two_epochs(tmp_path, curriculum, "scored")
     assert "Your latest tasks" not in epoch_0[-1]["content"]  # epoch 0: nothing played yet
     assert json.dumps(CALCULATOR_TASK) not in [m["content"] for m in epoch_1 if m["role"] == "assistant"]
     if curriculum == "genenv":
