@@ -407,10 +407,7 @@ class TaskPool(JsonlPool):
     def in_band_outputs(self, per_family: int) -> dict[str, list[str]]:
         """Each family's latest ``per_family`` accepted generations (tasks whose attempts the agent's success put
         inside the band), as the simulator wrote them, oldest first; committed epochs only."""
-        outputs: dict[str, list[str]] = {}
-        for record in self.records(status="accepted"):
-            outputs.setdefault(record["family"], []).append(record["raw"])
-        return {family: raws[-per_family:] for family, raws in outputs.items() if per_family > 0}
+        return _latest_per_family(((r["family"], r["raw"]) for r in self.records(status="accepted")), per_family)
 
     def scored_outputs(
         self, family_of: Callable[[dict[str, Any]], str], per_family: int
@@ -418,11 +415,8 @@ class TaskPool(JsonlPool):
         """The latest ``per_family`` generations whose tasks the agent played, as the simulator wrote them with the
         agent's success on each (``p_hat``), oldest first, grouped by the played task's family (``family_of`` maps a
         stored task to it); committed epochs only."""
-        outputs: dict[str, list[tuple[str, float]]] = {}
-        for record in self.records():
-            if record.get("p_hat") is not None:  # records stored before p_hat was kept have none
-                outputs.setdefault(family_of(record["task"]), []).append((record["raw"], record["p_hat"]))
-        return {family: scored[-per_family:] for family, scored in outputs.items() if per_family > 0}
+        played = (r for r in self.records() if r.get("p_hat") is not None)  # records stored before p_hat have none
+        return _latest_per_family(((family_of(r["task"]), (r["raw"], r["p_hat"])) for r in played), per_family)
 
     def rejects(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Rejected generations, with ``reject_reason``; see :meth:`view` for ``epoch``."""
@@ -544,6 +538,14 @@ def _is_flat(values: list[Any]) -> bool:
         if value is not None
     }
     return len(kinds) <= 1 and object not in kinds
+
+
+def _latest_per_family(items: Iterable[tuple[str, Any]], per_family: int) -> dict[str, list[Any]]:
+    """The last ``per_family`` values of each family among ``(family, value)`` pairs, oldest first."""
+    latest: dict[str, list[Any]] = {}
+    for family, value in items:
+        latest.setdefault(family, []).append(value)
+    return {family: values[-per_family:] for family, values in latest.items() if per_family > 0}
 
 
 def _per_item(value: Any, n: int, name: str) -> list[Any]:
