@@ -1,16 +1,18 @@
 """Does the simulator's task choice respond to the agent's success it is shown? Same draws, different histories.
 
     GENENV_DATA_DIR=../shared/data python benchmarks/simulator_conditioning.py --output FILE.json \\
-        [--arms none history 0 1] [--history CHECKPOINT] [--trained CHECKPOINT | --replay-rwr RUN_DIR] [--batches 2] \\
+        [--arms none history 0 1] [--history CHECKPOINT] [--batches 2] \\
+        [--trained CHECKPOINT | --replay-rwr RUN_DIR ... [--replay-once]] \\
         +bench=... [overrides]
     python benchmarks/simulator_conditioning.py --pair FILE.json   # add the paired differences
     python benchmarks/simulator_conditioning.py --compare FILE.json FILE.json ...  # one arm, across simulators
 
 Builds the simulator ``python -m genenv.train OVERRIDES`` builds (untrained, or with ``--trained`` the RWR adapter of
-a run's checkpoint folder ``CHECKPOINT/simulator``; with ``--replay-rwr`` a fresh RWR adapter trained on a run's D_env
-as its epochs trained it, once per committed epoch on the accepted generations up to it, but with the ``rwr.*``
-settings of OVERRIDES: what another learning rate or number of passes would have made of the same examples) and
-asks it for ``--batches`` batches of proposals under each success history (arm):
+a run's checkpoint folder ``CHECKPOINT/simulator``; with ``--replay-rwr`` a fresh RWR adapter trained on runs' D_env,
+pooled, as a run's epochs trained it, once per committed epoch on the accepted generations up to it (with
+``--replay-once``, one update on all of them), but with the ``rwr.*`` settings of OVERRIDES: what another learning
+rate, number of passes or number of examples would have made of them) and asks it for ``--batches`` batches of
+proposals under each success history (arm):
 
 * ``none``: no history, as in epoch 0 and as the random, static and offline curricula always ask;
 * ``history``: the agent's success per family key saved in ``--history CHECKPOINT/state.json`` (a real run's);
@@ -59,17 +61,26 @@ def history_rates(checkpoint: Path) -> dict[str, float]:
     return FamilyStats.from_dict(state["stats"]).rates()
 
 
-def replay_rwr(trainer: RWRTrainer, run_dir: Path) -> list[dict[str, Any]]:
-    """Train ``trainer`` on ``run_dir``'s D_env as the run's epochs did: once per committed epoch, on the accepted
-    generations of that epoch and the earlier ones; returns each update's statistics."""
-    if not (run_dir / POOLS).is_dir():  # TaskPool would create the folder
-        raise SystemExit(f"{run_dir} is not a run folder: it has no {POOLS}/")
-    pool = TaskPool(run_dir / POOLS)
-    if pool.committed_epoch is None:
-        raise SystemExit(f"{run_dir / POOLS} holds no committed epoch")
-    return [
-        trainer.train(examples).to_dict() for e in range(pool.committed_epoch + 1) if (examples := pool.rwr_examples(e))
-    ]
+def replay_rwr(trainer: RWRTrainer, run_dirs: list[Path], once: bool = False) -> list[dict[str, Any]]:
+    """Train ``trainer`` on the D_env of ``run_dirs`` (pooled) as a run's epochs did: once per epoch, on the accepted
+    generations of that epoch and the earlier ones; with ``once``, one update on all their committed accepted
+    generations. Returns each update's statistics."""
+    pools = []
+    for run_dir in run_dirs:
+        if not (run_dir / POOLS).is_dir():  # TaskPool would create the folder
+            raise SystemExit(f"{run_dir} is not a run folder: it has no {POOLS}/")
+        pool = TaskPool(run_dir / POOLS)
+        if pool.committed_epoch is None:
+            raise SystemExit(f"{run_dir / POOLS} holds no committed epoch")
+        pools.append(pool)
+    last = max(pool.committed_epoch for pool in pools)
+    updates = []
+    for epoch in [last] if once else range(last + 1):
+        # min(): past a pool's last committed epoch, view() would add the records of its epoch in progress
+        examples = [x for pool in pools for x in pool.rwr_examples(min(epoch, pool.committed_epoch))]
+        if examples:
+            updates.append(trainer.train(examples).to_dict())
+    return updates
 
 
 def arm_success(arm: str, families: list[str], history: dict[str, float] | None) -> dict[str, float] | None:
@@ -179,7 +190,10 @@ def main() -> None:
     parser.add_argument("--history", type=Path, help="a run's checkpoint folder whose success history 'history' shows")
     trained = parser.add_mutually_exclusive_group()
     trained.add_argument("--trained", type=Path, help="a run's checkpoint folder whose simulator adapter to load")
-    trained.add_argument("--replay-rwr", type=Path, help="a run folder whose D_env to train a fresh RWR adapter on")
+    trained.add_argument(
+        "--replay-rwr", type=Path, nargs="+", help="run folders whose D_env (pooled) to train a fresh RWR adapter on"
+    )
+    parser.add_argument("--replay-once", action="store_true", help="one update on all replayed examples")
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pair", type=Path, help="only add the paired differences to this existing output file")
@@ -201,7 +215,11 @@ def main() -> None:
     config, adapter, policy = compose_setup(args.overrides)
     if args.trained is not None:
         RWRTrainer(policy, config.rwr).load(args.trained / "simulator")
-    rwr_updates = replay_rwr(RWRTrainer(policy, config.rwr), args.replay_rwr) if args.replay_rwr else None
+    if args.replay_once and not args.replay_rwr:
+        parser.error("--replay-once needs --replay-rwr")
+    rwr_updates = (
+        replay_rwr(RWRTrainer(policy, config.rwr), args.replay_rwr, args.replay_once) if args.replay_rwr else None
+    )
     simulator = config.simulator(policy)
     history = history_rates(args.history) if args.history else None
     successes = {arm: arm_success(arm, adapter.families(), history) for arm in args.arms}
@@ -211,9 +229,11 @@ def main() -> None:
             [f"--arms {' '.join(args.arms)}", f"--batches {args.batches}", f"--seed {args.seed}"]
             + [
                 f"--{name.replace('_', '-')} {getattr(args, name)}"
-                for name in ("history", "trained", "replay_rwr")
+                for name in ("history", "trained")
                 if getattr(args, name)
             ]
+            + ([f"--replay-rwr {' '.join(map(str, args.replay_rwr))}"] if args.replay_rwr else [])
+            + (["--replay-once"] if args.replay_once else [])
             + args.overrides
         ),
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "

@@ -1,4 +1,4 @@
-"""benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on a run's D_env as the run's epochs trained it."""
+"""benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on runs' D_env as the runs' epochs trained it."""
 
 import json
 import math
@@ -30,7 +30,7 @@ def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_t
     pool.add_proposals([_proposal('{"a": 3}', task)], 2, 0.5, 1.6, True)  # epoch 2 never finished
     torch.manual_seed(0)
     trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
-    updates = script.replay_rwr(trainer, tmp_path)
+    updates = script.replay_rwr(trainer, [tmp_path])
     assert [u["examples"] for u in updates] == [1, 2] and [u["steps"] for u in updates] == [1, 2]
     assert trainer.kl_to_reference(pool.rwr_examples(1)) > 0.0
 
@@ -38,11 +38,40 @@ def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_t
 def test_replay_refuses_a_folder_without_pools_or_without_a_committed_epoch(tmp_path):
     script = load_benchmark("simulator_conditioning")
     with pytest.raises(SystemExit, match="not a run folder"):
-        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path / "typo")
+        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), [tmp_path / "typo"])
     assert not (tmp_path / "typo").exists()
     TaskPool(tmp_path / "pools").add_proposals([_proposal('{"a": 1}', {"task_id": "t"})], 0, 1.0, 2.7, True)
     with pytest.raises(SystemExit, match="no committed epoch"):
-        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), tmp_path)
+        script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), [tmp_path])
+
+
+def _two_runs(tmp_path):
+    """Run a: epochs 0 and 1 committed, one accepted generation each; run b: epoch 0 committed with two, and an
+    uncommitted epoch 1 with one more."""
+    task = {"task_id": "t", "benchmark": "toy", "prompt": "p"}
+    a, b = TaskPool(tmp_path / "a" / "pools"), TaskPool(tmp_path / "b" / "pools")
+    a.add_proposals([_proposal('{"a": 1}', task)], 0, 0.5, 1.6, True)
+    a.commit(0)
+    a.add_proposals([_proposal('{"a": 2}', task)], 1, 0.5, 1.6, True)
+    a.commit(1)
+    b.add_proposals([_proposal('{"b": 1}', task), _proposal('{"b": 2}', task)], 0, 0.5, 1.6, True)
+    b.commit(0)
+    b.add_proposals([_proposal('{"b": 3}', task)], 1, 0.5, 1.6, True)  # b's epoch 1 never finished
+    return [tmp_path / "a", tmp_path / "b"]
+
+
+def test_replay_pools_the_runs_accepted_generations_per_epoch_leaving_out_unfinished_epochs(tmp_path):
+    script = load_benchmark("simulator_conditioning")
+    trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
+    updates = script.replay_rwr(trainer, _two_runs(tmp_path))
+    assert [u["examples"] for u in updates] == [3, 4]  # epoch 0: a 1 + b 2; epoch 1: a 2 + b 2 (not b's unfinished)
+
+
+def test_replay_once_makes_one_update_on_every_committed_accepted_generation(tmp_path):
+    script = load_benchmark("simulator_conditioning")
+    trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
+    updates = script.replay_rwr(trainer, _two_runs(tmp_path), once=True)
+    assert [u["examples"] for u in updates] == [4] and [u["steps"] for u in updates] == [4]
 
 
 def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2"), r_env=None):
