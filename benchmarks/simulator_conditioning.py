@@ -212,11 +212,11 @@ def main() -> None:
         return
     if args.output is None:
         parser.error("--output is required (unless --pair or --compare)")
+    if args.replay_once and not args.replay_rwr:
+        parser.error("--replay-once needs --replay-rwr")
     config, adapter, policy = compose_setup(args.overrides)
     if args.trained is not None:
         RWRTrainer(policy, config.rwr).load(args.trained / "simulator")
-    if args.replay_once and not args.replay_rwr:
-        parser.error("--replay-once needs --replay-rwr")
     rwr_updates = (
         replay_rwr(RWRTrainer(policy, config.rwr), args.replay_rwr, args.replay_once) if args.replay_rwr else None
     )
