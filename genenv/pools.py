@@ -406,17 +406,22 @@ class TaskPool(JsonlPool):
 
     def in_band_outputs(self, per_family: int) -> dict[str, list[str]]:
         """Each family's latest ``per_family`` accepted generations (tasks whose attempts the agent's success put
-        inside the band), as the simulator wrote them, oldest first; committed epochs only."""
-        return _latest_per_family(((r["family"], r["raw"]) for r in self.records(status="accepted")), per_family)
+        inside the band), as the simulator wrote them, oldest first; committed epochs only. A task written more
+        than once counts once, at its latest generation."""
+        accepted = self.records(status="accepted")
+        return _latest_per_family(((r["family"], r["task"]["task_id"], r["raw"]) for r in accepted), per_family)
 
     def scored_outputs(
         self, family_of: Callable[[dict[str, Any]], str], per_family: int
     ) -> dict[str, list[tuple[str, float]]]:
         """The latest ``per_family`` generations whose tasks the agent played, as the simulator wrote them with the
         agent's success on each (``p_hat``), oldest first, grouped by the played task's family (``family_of`` maps a
-        stored task to it); committed epochs only."""
+        stored task to it); committed epochs only. A task written more than once (its copies share one ``p_hat``
+        when written in the same epoch) counts once, at its latest generation."""
         played = (r for r in self.records() if r.get("p_hat") is not None)  # records stored before p_hat have none
-        return _latest_per_family(((family_of(r["task"]), (r["raw"], r["p_hat"])) for r in played), per_family)
+        return _latest_per_family(
+            ((family_of(r["task"]), r["task"]["task_id"], (r["raw"], r["p_hat"])) for r in played), per_family
+        )
 
     def rejects(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Rejected generations, with ``reject_reason``; see :meth:`view` for ``epoch``."""
@@ -540,12 +545,15 @@ def _is_flat(values: list[Any]) -> bool:
     return len(kinds) <= 1 and object not in kinds
 
 
-def _latest_per_family(items: Iterable[tuple[str, Any]], per_family: int) -> dict[str, list[Any]]:
-    """The last ``per_family`` values of each family among ``(family, value)`` pairs, oldest first."""
-    latest: dict[str, list[Any]] = {}
-    for family, value in items:
-        latest.setdefault(family, []).append(value)
-    return {family: values[-per_family:] for family, values in latest.items() if per_family > 0}
+def _latest_per_family(items: Iterable[tuple[str, str, Any]], per_family: int) -> dict[str, list[Any]]:
+    """The last ``per_family`` values of each family among ``(family, key, value)`` triples, oldest first, where
+    a key seen again replaces its earlier value (which leaves its place in the order)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for family, key, value in items:
+        values = latest.setdefault(family, {})
+        values.pop(key, None)
+        values[key] = value
+    return {family: list(values.values())[-per_family:] for family, values in latest.items() if per_family > 0}
 
 
 def _per_item(value: Any, n: int, name: str) -> list[Any]:

@@ -36,7 +36,7 @@ payload = _namespace["payload"]
 
 # argv: directory, mode. "fast": plain writes; "slow": short 16 KiB writes with a pause each (what
 # POSIX allows write() to do), so a kill often lands mid-batch; "<k>": the k-th write stops half-way
-# and the process SIGKILLs itself.
+# and the process SIGKILLs itself. It prints "ready" before its first write and "committed" after each epoch.
 CHILD = (
     PAYLOAD_SOURCE
     + f"""
@@ -67,6 +67,7 @@ while True:
     for batch in range({BATCHES}):
         pool.append([payload(epoch, batch, j) for j in range({BATCH})], epoch)
     pool.commit(epoch)
+    print("committed", flush=True)
     epoch += 1
 """
 )
@@ -236,6 +237,8 @@ def test_sigkill_at_random_moments(tmp_path):
     for mode in ("fast", "slow", "fast", "slow", "fast", "slow"):
         child = start_child(tmp_path, mode)
         assert child.stdout.readline() == b"ready\n"
+        if mode == "fast":  # at least one commit per fast run, however slowly a loaded machine runs the child
+            assert child.stdout.readline() == b"committed\n"
         time.sleep(rng.uniform(0.02, 0.3))
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -387,8 +390,9 @@ def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(
     pool = TaskPool(tmp_path)
     prompt = [{"role": "user", "content": "write a task"}]
 
-    def proposal(family: str, raw: str, task: Task | None = None) -> dict:
-        return {"family": family, "messages": prompt, "raw": raw, "task": task or make_task(1), "reject_reason": ""}
+    def proposal(family: str, raw: str) -> dict:
+        task = Task(f"t-{raw}", "toy", raw, {"calls": []})
+        return {"family": family, "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
 
     pool.add_proposals([proposal("add", "a0"), proposal("add", "a1"), proposal("mul", "m0")], 0, 1.0, np.e, True)
     pool.add_proposals([proposal("add", "outside")], 0, 0.1, 1.1, False)
@@ -399,6 +403,22 @@ def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(
     pool.commit(1)
     assert pool.in_band_outputs(2) == {"add": ["a1", "a2"], "mul": ["m0"]}
     assert pool.in_band_outputs(0) == {}
+
+
+def test_in_band_outputs_count_a_task_written_twice_once_at_its_latest_generation(tmp_path):
+    pool = TaskPool(tmp_path)
+    prompt = [{"role": "user", "content": "write a task"}]
+
+    def proposal(raw: str, task: Task) -> dict:
+        return {"family": "add", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+
+    first, second = make_task(1), make_task(2)
+    pool.add_proposals([proposal("one", first), proposal("two", second)], 0, 1.0, np.e, True)
+    pool.commit(0)
+    pool.add_proposals([proposal("one again", first)], 1, 1.0, np.e, True)
+    pool.commit(1)
+    assert pool.in_band_outputs(2) == {"add": ["two", "one again"]}
+    assert pool.in_band_outputs(1) == {"add": ["one again"]}
 
 
 def test_scored_outputs_are_each_played_familys_latest_committed_generations_with_their_success(tmp_path):
@@ -423,6 +443,20 @@ def test_scored_outputs_are_each_played_familys_latest_committed_generations_wit
     assert pool.scored_outputs(level_of, 1)["level 1"] == [("fair", 0.5)]
     assert pool.scored_outputs(level_of, 0) == {}
     assert [r["p_hat"] for r in pool.records()] == [1.0, 0.0, None, None, 0.5]
+
+
+def test_scored_outputs_count_a_task_written_twice_in_one_epoch_once(tmp_path):
+    pool = TaskPool(tmp_path)
+    prompt = [{"role": "user", "content": "write a task"}]
+    same = Task("t-same", "toy", "1+1", {"level": 1}, source="generated")
+    other = Task("t-other", "toy", "2+2", {"level": 1}, source="generated")
+    batch = [
+        {"family": "asked", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+        for raw, task in (("same", same), ("other", other), ("same, reworded", same))
+    ]
+    pool.add_proposals(batch, 0, 0.5, 1.0, False, p_hat=[0.25, 0.75, 0.25])
+    pool.commit(0)
+    assert pool.scored_outputs(lambda task: "level 1", 3) == {"level 1": [("other", 0.75), ("same, reworded", 0.25)]}
 
 
 def test_real_episode_and_proposal_objects(tmp_path):
