@@ -386,13 +386,17 @@ def test_task_pool_weighted_examples_and_rejects(tmp_path):
     assert dataset.column_names[-1] == "status" and dataset["task"][1] is None
 
 
+def written(family: str, raw: str, task: Task | None) -> dict:
+    """A simulator proposal as :meth:`TaskPool.add_proposals` takes it: ``raw`` written when asked for ``family``."""
+    prompt = [{"role": "user", "content": "write a task"}]
+    return {"family": family, "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+
+
 def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(tmp_path):
     pool = TaskPool(tmp_path)
-    prompt = [{"role": "user", "content": "write a task"}]
 
     def proposal(family: str, raw: str) -> dict:
-        task = Task(f"t-{raw}", "toy", raw, {"calls": []})
-        return {"family": family, "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+        return written(family, raw, Task(f"t-{raw}", "toy", raw, {"calls": []}))
 
     pool.add_proposals([proposal("add", "a0"), proposal("add", "a1"), proposal("mul", "m0")], 0, 1.0, np.e, True)
     pool.add_proposals([proposal("add", "outside")], 0, 0.1, 1.1, False)
@@ -407,15 +411,10 @@ def test_in_band_outputs_are_each_familys_latest_committed_accepted_generations(
 
 def test_in_band_outputs_count_a_task_written_twice_once_at_its_latest_generation(tmp_path):
     pool = TaskPool(tmp_path)
-    prompt = [{"role": "user", "content": "write a task"}]
-
-    def proposal(raw: str, task: Task) -> dict:
-        return {"family": "add", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
-
     first, second = make_task(1), make_task(2)
-    pool.add_proposals([proposal("one", first), proposal("two", second)], 0, 1.0, np.e, True)
+    pool.add_proposals([written("add", "one", first), written("add", "two", second)], 0, 1.0, np.e, True)
     pool.commit(0)
-    pool.add_proposals([proposal("one again", first)], 1, 1.0, np.e, True)
+    pool.add_proposals([written("add", "one again", first)], 1, 1.0, np.e, True)
     pool.commit(1)
     assert pool.in_band_outputs(2) == {"add": ["two", "one again"]}
     assert pool.in_band_outputs(1) == {"add": ["one again"]}
@@ -423,11 +422,10 @@ def test_in_band_outputs_count_a_task_written_twice_once_at_its_latest_generatio
 
 def test_scored_outputs_are_each_played_familys_latest_committed_generations_with_their_success(tmp_path):
     pool = TaskPool(tmp_path)
-    prompt = [{"role": "user", "content": "write a task"}]
 
     def proposal(raw: str, level: int | None) -> dict:
         task = None if level is None else Task(f"t-{raw}", "toy", raw, {"level": level}, source="generated")
-        return {"family": "asked", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
+        return written("asked", raw, task)
 
     def level_of(task: dict) -> str:
         return f"level {task['gold']['level']}"
@@ -447,13 +445,9 @@ def test_scored_outputs_are_each_played_familys_latest_committed_generations_wit
 
 def test_scored_outputs_count_a_task_written_twice_in_one_epoch_once(tmp_path):
     pool = TaskPool(tmp_path)
-    prompt = [{"role": "user", "content": "write a task"}]
     same = Task("t-same", "toy", "1+1", {"level": 1}, source="generated")
     other = Task("t-other", "toy", "2+2", {"level": 1}, source="generated")
-    batch = [
-        {"family": "asked", "messages": prompt, "raw": raw, "task": task, "reject_reason": ""}
-        for raw, task in (("same", same), ("other", other), ("same, reworded", same))
-    ]
+    batch = [written("asked", raw, task) for raw, task in (("same", same), ("other", other), ("same, reworded", same))]
     pool.add_proposals(batch, 0, 0.5, 1.0, False, p_hat=[0.25, 0.75, 0.25])
     pool.commit(0)
     assert pool.scored_outputs(lambda task: "level 1", 3) == {"level 1": [("other", 0.75), ("same, reworded", 0.25)]}
