@@ -313,11 +313,11 @@ class CoEvolutionTrainer:
                 before = self._warm_start()
             state = {"metrics": before, "seconds": stages["warm_start"], "rng": self.rng.bit_generator.state}
             self._save_checkpoint(WARM_START, state, simulator=False)
-        fresh, proposals, replay = [], [], []
+        fresh, proposals, replay, pool_writing = [], [], [], None
         family_success = self.stats.rates()  # what a conditioned simulator is shown when it writes this epoch's tasks
         if self.is_main:
             with _timed(stages, "tasks"):
-                fresh, proposals = self._epoch_tasks(epoch)
+                fresh, proposals, pool_writing = self._epoch_tasks(epoch)
                 replay = self._replay(epoch)
                 self._add_expert_traces(fresh, epoch)
         fresh, replay = self._share_tasks(fresh, replay)
@@ -384,6 +384,7 @@ class CoEvolutionTrainer:
             "generated_tasks": self._generated_tasks(),
             "seconds": time.perf_counter() - start,
             "stage_seconds": stages,
+            **({"pool_writing": pool_writing} if pool_writing is not None else {}),
             "peak_rss_mb": peak_rss_mb(),
             "load_average": load_average(),  # 1, 5, 15 min at the epoch's end: the load beside its times
         }
@@ -437,18 +438,21 @@ class CoEvolutionTrainer:
         self.reporter.log(metrics, metrics["epoch"])
 
     # -- tasks ------------------------------------------------------------------------------
-    def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal]]:
-        """This epoch's fresh tasks and every proposal written for them."""
+    def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal], dict[str, float] | None]:
+        """This epoch's fresh tasks, every proposal written for them, and (epoch 0 of a static or offline run) what
+        writing the pool cost (:meth:`_generate_pool`)."""
         if self.config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
             proposals: list[Proposal] = []
+            pool_writing = None
             if epoch == 0:
-                pool, proposals = self._generate_pool(self.pool_size())
+                pool, proposals, pool_writing = self._generate_pool(self.pool_size())
             else:
                 unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
                 pool = [Task.from_dict(task) for task in unique.values()]
             picks = self.rng.permutation(len(pool))[: self.config.tasks_per_epoch]
-            return [pool[int(i)] for i in picks], proposals
-        return self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
+            return [pool[int(i)] for i in picks], proposals, pool_writing
+        fresh, proposals = self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
+        return fresh, proposals, None
 
     def pool_size(self) -> int:
         """The tasks a ``static`` or ``offline`` curriculum generates before training."""
@@ -482,7 +486,7 @@ class CoEvolutionTrainer:
             valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
         return list(valid.values())[:wanted], proposals
 
-    def _generate_pool(self, wanted: int) -> tuple[list[Task], list[Proposal]]:
+    def _generate_pool(self, wanted: int) -> tuple[list[Task], list[Proposal], dict[str, float]]:
         """The static/offline pool, written before training by the frozen simulator as :meth:`_generate` would,
         except that each batch is stored durably in ``pools/pool_draft.jsonl`` as soon as it is written and batch
         ``i`` draws from its own seeded stream: a run killed while writing its pool (hours for an offline pool on a
@@ -490,13 +494,20 @@ class CoEvolutionTrainer:
 
         Batch ``i`` does not depend on the pool's size, so a draft written for a larger pool of the same seed and
         simulator (an offline run's, for a static run) holds this pool's batches too: they are read in order until
-        the pool is full and the rest is left unread, as though this run had written them itself."""
+        the pool is full and the rest is left unread, as though this run had written them itself.
+
+        Each batch's records carry ``batch_seconds``, the wall time the simulator took to write it, so the pool's
+        cost is known whichever process or run wrote it: the returned ``pool_writing`` holds the batches the pool
+        used, how many of them carry a time (drafts written before times were recorded carry none) and their sum."""
         draft = JsonlPool(self.run_dir / POOLS, POOL_DRAFT)
         if pending := draft.uncommitted():  # batches are appended whole: a kill before its commit loses none
             draft.commit(pending[-1]["epoch"])
         written: dict[int, list[Proposal]] = {}
+        seconds: dict[int, float] = {}
         for record in draft.records():
             written.setdefault(int(record["epoch"]), []).append(_proposal(record))
+            if "batch_seconds" in record:
+                seconds[int(record["epoch"])] = float(record["batch_seconds"])
         proposals: list[Proposal] = []
         valid: dict[str, Task] = {}
         rounds = self._rounds(wanted)
@@ -511,16 +522,22 @@ class CoEvolutionTrainer:
             read += 1
         if read:
             logger.info("pool: %d batches read from the draft (%d valid tasks of %d)", read, len(valid), wanted)
+        used = read
         for batch_index in tqdm(range(read, rounds), desc="pool", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
             rng = np.random.default_rng([self.config.seed, POOL_STREAM, batch_index])
+            start = time.perf_counter()
             batch = self.simulator.propose(self.adapter, rng=rng, success=None)
-            draft.append([p.to_dict() for p in batch], batch_index)
+            seconds[batch_index] = time.perf_counter() - start
+            draft.append([p.to_dict() | {"batch_seconds": seconds[batch_index]} for p in batch], batch_index)
             draft.commit(batch_index)
             proposals.extend(batch)
             valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
-        return list(valid.values())[:wanted], proposals
+            used = batch_index + 1
+        timed = [seconds[index] for index in range(used) if index in seconds]
+        pool_writing = {"batches": used, "timed_batches": len(timed), "seconds": float(sum(timed))}
+        return list(valid.values())[:wanted], proposals, pool_writing
 
     def _replay(self, epoch: int) -> list[Task]:
         """Tasks drawn from D_train (base data and earlier epochs) for this epoch's agent update."""

@@ -544,21 +544,33 @@ def mean_load(run: Run) -> str:
     return f"{np.mean(loads):.1f}{share}"
 
 
+def pool_hours(run: Run) -> str:
+    """The hours the simulator took to write a static or offline run's pool (its epoch 0's ``pool_writing``),
+    wherever its batches were written, with how many were timed when not all were (``-`` if none recorded)."""
+    writing = run.metrics[0].get("pool_writing") if run.metrics else None
+    if not writing:
+        return "-"
+    timed, batches = int(writing["timed_batches"]), int(writing["batches"])
+    share = "" if timed == batches else f" ({timed} of {batches} batches timed)"
+    return f"{float(writing['seconds']) / 3600:.2f}{share}"
+
+
 def budget(runs: list[Run]) -> list[str]:
-    """Markdown lines: each run's epochs, agent episodes and wall hours, the load they ran under, and where the time
+    """Markdown lines: each run's epochs, agent episodes and wall hours, the load they ran under, where the time
     went (``stage_seconds``, summed over its epochs; epochs written before stage times were recorded count in the
-    total only)."""
+    total only) and what its pool cost (:func:`pool_hours`)."""
     stages = sorted({name for run in runs for m in run.metrics for name in m.get("stage_seconds") or {}})
     lines = ["", "## Budget (wall time on each run's machine; load: the 15-minute load average at the end of each "
-             "epoch, mean over the epochs that recorded it)", "",
-             "| run | epochs | agent episodes | hours | load | " + " | ".join(f"{s} h" for s in stages) + " |",
-             "|---|---|---|---|---|" + "---|" * len(stages)]  # fmt: skip
+             "epoch, mean over the epochs that recorded it; pool h: the simulator's time for the batches of a static "
+             "or offline pool, also those written by another run or process, which `tasks h` leaves out)", "",
+             "| run | epochs | agent episodes | hours | load | " + " | ".join(f"{s} h" for s in stages) + " | pool h |",
+             "|---|---|---|---|---|" + "---|" * len(stages) + "---|"]  # fmt: skip
     for run in sorted(runs, key=lambda r: (r.curriculum, r.seed)):
         episodes = sum(int((m.get("agent") or {}).get("episodes", 0)) for m in run.metrics)
         hours = sum(float(m.get("seconds", 0.0)) for m in run.metrics) / 3600
         per_stage = [sum(float((m.get("stage_seconds") or {}).get(s, 0.0)) for m in run.metrics) / 3600 for s in stages]
-        lines.append(f"| {run.curriculum} s{run.seed} | {len(run.metrics)} | {episodes} | {hours:.2f} | "
-                     f"{mean_load(run)} | " + " | ".join(f"{h:.2f}" for h in per_stage) + " |")  # fmt: skip
+        cells = [str(len(run.metrics)), str(episodes), f"{hours:.2f}", mean_load(run), *(f"{h:.2f}" for h in per_stage)]
+        lines.append(f"| {run.curriculum} s{run.seed} | " + " | ".join([*cells, pool_hours(run)]) + " |")
     shared = [f"{run.curriculum} s{run.seed} from {run.metrics[0]['warm_start_shared_from']}"
               for run in sorted(runs, key=lambda r: (r.seed, r.curriculum))
               if run.metrics and run.metrics[0].get("warm_start_shared_from")]  # fmt: skip

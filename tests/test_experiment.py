@@ -205,8 +205,19 @@ def test_budget_states_the_load_the_epochs_recorded(tmp_path):
     _write(tmp_path, "genenv", 0, loaded)
     _write(tmp_path, "random", 0, resumed)
     text = report(load_experiment(tmp_path.glob("*.jsonl")), alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
-    assert "| genenv s0 | 2 | 64 | 1.00 | 2.5 | 0.50 | 0.20 |" in text
-    assert "| random s0 | 2 | 64 | 1.00 | 2.5 (1 of 2 epochs) | 0.50 | 0.20 |" in text
+    assert "| genenv s0 | 2 | 64 | 1.00 | 2.5 | 0.50 | 0.20 | - |" in text
+    assert "| random s0 | 2 | 64 | 1.00 | 2.5 (1 of 2 epochs) | 0.50 | 0.20 | - |" in text
+
+
+def test_budget_states_what_the_pool_cost_wherever_its_batches_were_written(tmp_path):
+    """A static or offline run's epoch 0 records its pool's writing time, batches written by another run included."""
+    for seed, timed in [(0, 4), (1, 3)]:
+        pooled = _record("offline", seed, 0, [1.0, 0.0]) | {"pool_writing": {"batches": 4, "timed_batches": timed,
+                                                                              "seconds": 1800.0 * timed}}  # fmt: skip
+        _write(tmp_path, "offline", seed, [pooled])
+    text = report(load_experiment(tmp_path.glob("*.jsonl")), alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
+    assert "| offline s0 | 1 | 32 | 0.50 | - | 0.25 | 0.10 | 2.00 |" in text
+    assert "| offline s1 | 1 | 32 | 0.50 | - | 0.25 | 0.10 | 1.50 (3 of 4 batches timed) |" in text
 
 
 def _mix_record(curriculum, seed, epoch, fresh, played, shown=None):

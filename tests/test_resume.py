@@ -151,6 +151,25 @@ def test_a_run_given_a_pool_draft_of_its_seed_reads_its_batches_from_it_and_writ
         assert given.simulator.streams == written
         assert metrics["proposals"] == whole["proposals"]
         assert metrics["generated_tasks"] == whole["generated_tasks"] == 2
+        # the pool's cost counts every batch it used, those timed by the draft's writer included
+        writing = metrics["pool_writing"]
+        assert writing["batches"] == writing["timed_batches"] == whole["pool_writing"]["batches"]
+        assert writing["seconds"] > 0
+    assert offline_metrics["pool_writing"]["batches"] == 4 and static_metrics["pool_writing"]["batches"] == 1
+
+
+def test_a_pool_draft_written_before_batches_were_timed_counts_its_batches_as_untimed(tmp_path):
+    _pool_run(tmp_path / "writer", "offline")
+    draft = tmp_path / "writer" / "pools" / "pool_draft.jsonl"
+    records = [json.loads(line) for line in draft.read_text().splitlines()]
+    untimed = [{k: v for k, v in r.items() if k != "batch_seconds"} if r["epoch"] < 2 else r for r in records]
+    draft.write_text("".join(json.dumps(r) + "\n" for r in untimed))
+    meta = tmp_path / "writer" / "pools" / "pool_draft.meta.json"
+    meta.write_text(json.dumps(dict(json.loads(meta.read_text()), bytes=draft.stat().st_size)))
+    reader, metrics = _pool_run(tmp_path / "reader", "offline", draft_from=tmp_path / "writer")
+    assert reader.simulator.streams == []  # every batch read from the draft
+    timed = [r["batch_seconds"] for r in records if r["epoch"] >= 2 and r["id"] == r["batch_end"] - 1]
+    assert metrics["pool_writing"] == {"batches": 4, "timed_batches": 2, "seconds": pytest.approx(sum(timed))}
 
 
 def test_a_pool_draft_missing_a_batch_is_refused(tmp_path):
