@@ -158,14 +158,25 @@ def test_a_run_given_a_pool_draft_of_its_seed_reads_its_batches_from_it_and_writ
     assert offline_metrics["pool_writing"]["batches"] == 4 and static_metrics["pool_writing"]["batches"] == 1
 
 
+def _written_draft(run_dir):
+    """The committed records of a finished pool run's draft."""
+    draft = run_dir / "pools" / "pool_draft.jsonl"
+    return [json.loads(line) for line in draft.read_text().splitlines()]
+
+
+def _rewrite_draft(run_dir, records):
+    """Replace a run's pool draft by ``records``, all committed (its meta file updated to match)."""
+    draft = run_dir / "pools" / "pool_draft.jsonl"
+    draft.write_text("".join(json.dumps(r) + "\n" for r in records))
+    meta = run_dir / "pools" / "pool_draft.meta.json"
+    meta.write_text(json.dumps(dict(json.loads(meta.read_text()), committed=len(records), bytes=draft.stat().st_size)))
+
+
 def test_a_pool_draft_written_before_batches_were_timed_counts_its_batches_as_untimed(tmp_path):
     _pool_run(tmp_path / "writer", "offline")
-    draft = tmp_path / "writer" / "pools" / "pool_draft.jsonl"
-    records = [json.loads(line) for line in draft.read_text().splitlines()]
+    records = _written_draft(tmp_path / "writer")
     untimed = [{k: v for k, v in r.items() if k != "batch_seconds"} if r["epoch"] < 2 else r for r in records]
-    draft.write_text("".join(json.dumps(r) + "\n" for r in untimed))
-    meta = tmp_path / "writer" / "pools" / "pool_draft.meta.json"
-    meta.write_text(json.dumps(dict(json.loads(meta.read_text()), bytes=draft.stat().st_size)))
+    _rewrite_draft(tmp_path / "writer", untimed)
     reader, metrics = _pool_run(tmp_path / "reader", "offline", draft_from=tmp_path / "writer")
     assert reader.simulator.streams == []  # every batch read from the draft
     timed = [r["batch_seconds"] for r in records if r["epoch"] >= 2 and r["id"] == r["batch_end"] - 1]
@@ -174,11 +185,7 @@ def test_a_pool_draft_written_before_batches_were_timed_counts_its_batches_as_un
 
 def test_a_pool_draft_missing_a_batch_is_refused(tmp_path):
     _pool_run(tmp_path / "writer", "offline")
-    draft = tmp_path / "writer" / "pools" / "pool_draft.jsonl"
-    kept = [line for line in draft.read_text().splitlines(keepends=True) if json.loads(line)["epoch"] != 1]
-    draft.write_text("".join(kept))
-    meta = tmp_path / "writer" / "pools" / "pool_draft.meta.json"
-    meta.write_text(json.dumps(dict(json.loads(meta.read_text()), committed=len(kept), bytes=draft.stat().st_size)))
+    _rewrite_draft(tmp_path / "writer", [r for r in _written_draft(tmp_path / "writer") if r["epoch"] != 1])
     with pytest.raises(RuntimeError, match="batch 1 is missing"):
         _pool_run(tmp_path / "reader", "offline", draft_from=tmp_path / "writer")
 
