@@ -19,6 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("GENENV_DATA_DIR") or REPO.parent / "shared" / "data")
 if DATA_ROOT.is_dir():
     os.environ.setdefault("GENENV_DATA_DIR", str(DATA_ROOT))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `pytest -n N`: each worker (and the trainers its tests start) gets its share of the cores, set before torch
+    # loads; OpenMP threads that outnumber the cores spin-wait and run many times slower (hf_contention.json)
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
 
 
 def child_env(**extra: str) -> dict[str, str]:

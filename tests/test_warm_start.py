@@ -71,26 +71,24 @@ def _toy_conversations():
     return [expert_conversation(adapter, t) for t in adapter.load_tasks("train")]
 
 
-def test_warm_start_lowers_the_loss_on_expert_traces():
+def test_warm_start_lowers_the_loss_on_expert_traces(tmp_path):
     policy = build_tiny_policy(seed=0)
     config = WarmStartConfig(epochs=20, learning_rate=1e-2, per_device_train_batch_size=5, max_length=4096)
-    trainer = WarmStartTrainer(policy.model, policy.tokenizer, config, output_dir="/tmp/genenv-test-warm-start")
+    trainer = WarmStartTrainer(policy.model, policy.tokenizer, config, output_dir=str(tmp_path))
     stats = trainer.train(_toy_conversations())
     assert stats["steps"] == 20 and stats["examples"] == 5 and stats["too_long"] == 0
     assert stats["loss_last"] < 0.7 * stats["loss_first"]
     assert not policy.model.training
 
 
-def test_warm_start_of_a_lora_model_trains_the_adapter_only():
+def test_warm_start_of_a_lora_model_trains_the_adapter_only(tmp_path):
     from peft import LoraConfig, get_peft_model
 
     policy = build_tiny_policy(seed=0)
     model = get_peft_model(policy.model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     config = WarmStartConfig(epochs=2, learning_rate=1e-2, per_device_train_batch_size=5, max_length=4096)
-    WarmStartTrainer(model, policy.tokenizer, config, output_dir="/tmp/genenv-test-warm-start").train(
-        _toy_conversations()
-    )
+    WarmStartTrainer(model, policy.tokenizer, config, output_dir=str(tmp_path)).train(_toy_conversations())
     after = {k: v.to(before[k].device) for k, v in model.state_dict().items()}  # the trainer may have moved it to CUDA
     changed = {k for k, v in before.items() if not torch.equal(v, after[k])}
     assert changed and all("lora_B" in k or "lora_A" in k for k in changed)
