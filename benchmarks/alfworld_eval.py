@@ -21,10 +21,10 @@ from collections import Counter
 from pathlib import Path
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import episode_summary, evaluate
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -39,7 +39,7 @@ from genenv.benchmarks.apibank.apis_lv12 import NETWORK_APIS
 from genenv.benchmarks.apibank.calls import format_value, parse_literal
 from genenv.benchmarks.apibank.scoring import DEVIATIONS
 from genenv.benchmarks.base import Task, ToolCall, Trajectory, Turn
-from genenv.envs.parsing import ToolCallParseError
+from genenv.toolcalls import ToolCallParseError
 
 RESULTS = Path(__file__).resolve().parent / "results" / "apibank_parity.json"
 RUNNER = Path(__file__).resolve().parent / "apibank_official_runner.py"

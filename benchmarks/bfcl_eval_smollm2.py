@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import Score, Task
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl.adapter import MAXIMUM_STEP_LIMIT
 from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELEVANCE
 from genenv.config import model_few_shot
 from genenv.evaluate import claim_output_dir, evaluate_with_journal
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"

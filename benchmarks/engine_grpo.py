@@ -28,12 +28,12 @@ import torch
 from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.evaluate import evaluate
 from genenv.learning_curve import bootstrap_interval, paired_difference
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -30,8 +30,8 @@ from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on s
 from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
+from genenv.llm.models import load_policy
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -6,7 +6,7 @@ The GRPO agent of ``benchmarks/engine_grpo.py`` (SmolLM2, LoRA, CTranslate2 floa
 level-0 training tasks ``--episodes`` times with each rollout generator a GRPO step can use, from the same starting
 weights and the same sampling settings (temperature 1.0, whole vocabulary, 64 new tokens per turn, 2 turns):
 
-* ``hf``: ``genenv.agents.engines.hf.trl_generator``, TRL's generation config on the trained model (as in training:
+* ``hf``: ``genenv.llm.engines.hf.trl_generator``, TRL's generation config on the trained model (as in training:
   the model in train mode; with fresh LoRA adapters, dropout changes nothing);
 * ``ctranslate2``: the trainer's float32 engine.
 
@@ -28,13 +28,13 @@ import torch
 from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
 from machine_load import uptime
 
-from genenv.agents.engines import hf as hf_engine
-from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.agents.rollout import play_episodes
 from genenv.benchmarks.base import get_benchmark
 from genenv.learning_curve import bootstrap_interval
+from genenv.llm.engines import hf as hf_engine
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 8  # episodes of each task per generation batch (32 episodes a batch)

@@ -31,13 +31,14 @@ from pathlib import Path
 import torch
 from machine_load import uptime  # benchmarks/ is on sys.path
 
-from genenv.agents.engines.ctranslate2 import CTranslate2Engine
-from genenv.agents.generation import SamplingConfig, render_chat
-from genenv.agents.models import load_policy
-from genenv.agents.rollout import few_shot_conversation, hf_generator, shown_exchanges
+from genenv.agents.rollout import few_shot_conversation, shown_exchanges
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.engines.ctranslate2 import CTranslate2Engine
+from genenv.llm.engines.hf import hf_generator
+from genenv.llm.generation import SamplingConfig, render_chat
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

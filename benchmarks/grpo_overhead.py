@@ -19,11 +19,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import render_chat
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.generation import render_chat
+from genenv.llm.models import load_policy
 
 RESULTS = Path(__file__).resolve().parent / "results" / "grpo_overhead.json"
 AGENT = GRPOAgentConfig(

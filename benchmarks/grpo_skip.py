@@ -24,9 +24,9 @@ from engine_grpo import fixed_tasks
 from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

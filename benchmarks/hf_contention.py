@@ -40,7 +40,7 @@ SETTINGS = {
 
 def _generator(engine: str, model: str, max_new_tokens: int):
     """(policy, generate) for ``engine`` in this process; every call makes exactly ``max_new_tokens`` tokens."""
-    from genenv.agents.models import load_policy
+    from genenv.llm.models import load_policy
 
     policy = load_policy(model)
     if engine == "hf":
@@ -57,7 +57,7 @@ def _generator(engine: str, model: str, max_new_tokens: int):
             return (out.shape[1] - width) * len(batch)
 
         return policy, generate
-    from genenv.agents.engines.ctranslate2 import CTranslate2Engine
+    from genenv.llm.engines.ctranslate2 import CTranslate2Engine
 
     ct2 = CTranslate2Engine(policy, compute_type=engine.removeprefix("ct2_"))
 

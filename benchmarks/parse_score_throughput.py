@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from genenv.benchmarks.base import get_benchmark
-from genenv.envs.parsing import parse_tool_calls
 from genenv.envs.tool_env import ToolEnv
+from genenv.toolcalls import parse_tool_calls
 
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_score_throughput.json"
 

@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from genenv.agents.agent import Agent
-from genenv.agents.engines import build_engine
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import load_policy
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.config import model_few_shot
 from genenv.curriculum.reward import DifficultyFilter
 from genenv.evaluate import evaluate
+from genenv.llm.engines import build_engine
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

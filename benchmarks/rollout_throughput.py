@@ -25,12 +25,12 @@ import torch
 from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
-from genenv.agents.engines import build_engine
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import load_policy
 from genenv.agents.rollout import play_envs
 from genenv.benchmarks.base import get_benchmark
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.engines import build_engine
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -21,12 +21,14 @@ from pathlib import Path
 import torch
 from machine_load import uptime  # benchmarks/ is on sys.path
 
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import load_policy
-from genenv.agents.rollout import hf_generator, play_envs
+from genenv.agents.rollout import play_envs
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
+from genenv.envs.expert import expert_messages
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.engines.hf import hf_generator
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -105,7 +107,7 @@ def main() -> None:
         every = adapter.load_tasks(split)
         tasks, actions = [], []
         for task in every[:: max(1, len(every) // (4 * args.batch))]:
-            expert = [m["content"] for m in adapter.expert_messages(task) or [] if m["role"] == "assistant"]
+            expert = [m["content"] for m in expert_messages(adapter, task) or [] if m["role"] == "assistant"]
             if len(expert) >= 2:
                 tasks.append(task)
                 actions.append(expert)

@@ -16,8 +16,8 @@ from genenv.benchmarks.base import (
     register_benchmark,
 )
 from genenv.envs import ENV_IDS
-from genenv.envs.parsing import parse_tool_calls
 from genenv.envs.tool_env import ToolEnv
+from genenv.toolcalls import parse_tool_calls
 
 __version__ = "0.1.0"
 

@@ -48,10 +48,7 @@ from accelerate.utils import broadcast_object_list
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent
-from genenv.agents.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
-from genenv.agents.generation import SamplingConfig
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
-from genenv.agents.models import load_policy
 from genenv.agents.rollout import shown_exchanges
 from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
@@ -60,6 +57,9 @@ from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrain
 from genenv.envs.expert import expert_conversation
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
+from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import load_policy
 from genenv.machine import load_average, peak_rss_mb
 from genenv.pools import JsonlPool, TaskPool, TracePool
 from genenv.reporting import MetricsReporter

@@ -2,7 +2,7 @@
 
     python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny] [engine=hf]
 
-``engine`` (``auto``, ``hf``, ``ctranslate2``; :func:`genenv.agents.engines.resolve_engine`) generates the
+``engine`` (``auto``, ``hf``, ``ctranslate2``; :func:`genenv.llm.engines.resolve_engine`) generates the
 agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's.
 
 Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored, wall time per task
@@ -28,11 +28,11 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from genenv.agents.agent import Agent, Episode
-from genenv.agents.engines import build_engine, resolve_engine
-from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.engines import build_engine, resolve_engine
+from genenv.llm.generation import SamplingConfig
 from genenv.machine import load_average, peak_rss_mb
 from genenv.pools import RESERVED_KEYS, JsonlPool
 
@@ -180,7 +180,7 @@ def run(cfg: DictConfig) -> Path:
     claim_output_dir(out, settings)
     import torch
 
-    from genenv.agents.models import load_policy
+    from genenv.llm.models import load_policy
 
     # reported numbers are scored officially, even where the bench config reads text leniently for training
     adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg)).reporting_adapter()

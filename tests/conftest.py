@@ -58,7 +58,7 @@ def lock_held_by_live_process(run_dir: Path) -> Iterator[int]:
 
 @pytest.fixture(scope="session")
 def tiny_policy():
-    from genenv.agents.models import build_tiny_policy
+    from genenv.llm.models import build_tiny_policy
 
     return build_tiny_policy(seed=0)
 

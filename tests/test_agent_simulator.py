@@ -5,9 +5,9 @@ import pytest
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.agent import FEW_SHOT_EXCHANGES, Agent
-from genenv.agents.generation import SamplingConfig
 from genenv.envs.simulator import Simulator, difficulty_instruction, extract_json_object, to_proposal
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.generation import SamplingConfig
 
 
 def test_rollout_runs_every_episode_to_an_end(tiny_policy):

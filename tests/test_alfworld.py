@@ -99,12 +99,12 @@ def test_walkthrough_wins_a_game_of_every_type_through_tool_env(adapter):
 def test_expert_traces_of_train_games_win(adapter):
     """A train game of every task type: the expert trace (one act call per walkthrough command, the engine's
     observations) replays to a win; the trace is what the env recorded."""
-    from genenv.envs.expert import replay_expert
+    from genenv.envs.expert import expert_messages, replay_expert
 
     tasks = adapter.load_tasks("train")
     for task_type in TASK_TYPES:
         task = smallest(adapter, [t for t in tasks if adapter.family(t) == task_type])
-        expert = adapter.expert_messages(task)
+        expert = expert_messages(adapter, task)
         messages, score = replay_expert(adapter, task)
         assert score.value == 1.0 and messages == expert, task.task_id
         assert len([m for m in expert if m["role"] == "assistant"]) == len(task.gold["walkthrough"])

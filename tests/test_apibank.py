@@ -13,7 +13,7 @@ from genenv.benchmarks.apibank import APIBankAdapter
 from genenv.benchmarks.apibank.adapter import ungrounded_arguments
 from genenv.benchmarks.apibank.apis_lv12 import calculate
 from genenv.benchmarks.base import DataNotFoundError, Task, ToolCall, Trajectory, Turn, get_benchmark
-from genenv.envs.parsing import parse_apibank_call
+from genenv.toolcalls import parse_apibank_call
 
 DATA = Path(os.environ.get("GENENV_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")) / "apibank"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"API-Bank data not found at {DATA}")

@@ -11,8 +11,8 @@ from scripted_simulator import ScriptedSimulator
 
 import genenv  # noqa: F401  (registers the env ids)
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
 from genenv.envs.simulator import Simulator
+from genenv.llm.generation import SamplingConfig
 
 CALCULATOR_TASK = {
     "api": "Calculator",
@@ -91,7 +91,7 @@ def test_benchmark_tasks_and_bad_actions(scoring):
 
 @pytest.mark.slow
 def test_embedded_model_plays_one_episode_and_simulates():
-    from genenv.agents.models import load_policy
+    from genenv.llm.models import load_policy
 
     policy = load_policy("smollm2")
     env = gym.make("GenEnv-APIBank-v0", task_source="benchmark", split="level-1-api", max_turns=3)

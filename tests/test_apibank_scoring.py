@@ -11,6 +11,7 @@ import pytest
 from genenv.benchmarks.apibank import APIBankAdapter
 from genenv.benchmarks.apibank.scoring import DEFAULTS, DEVIATIONS, Scoring
 from genenv.benchmarks.base import Task, ToolCall, Trajectory, Turn
+from genenv.envs.expert import expert_messages
 
 DATA = Path(os.environ.get("GENENV_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")) / "apibank"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"API-Bank data not found at {DATA}")
@@ -104,7 +105,7 @@ def test_official_mode_asks_for_and_writes_the_api_request_form(official, tasks)
     reporting = genenv.reporting_adapter()  # validation of a lenient training run is scored officially
     assert reporting.scoring == Scoring.make("official", {"history_replay": False})
     assert reporting is genenv.reporting_adapter()
-    messages = official.expert_messages(task)  # the gold call in the official form replays to 1
+    messages = expert_messages(official, task)  # the gold call in the official form replays to 1
     assert messages[0]["content"].startswith("API-Request: [ModifyRegistration(")
 
 

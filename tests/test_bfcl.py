@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import genenv  # noqa: F401  (registers the env ids)
-from genenv.agents.generation import SamplingConfig
 from genenv.benchmarks.base import DataNotFoundError, Score, ToolCall, Trajectory, Turn
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl import adapter as bfcl_adapter
@@ -28,6 +27,7 @@ from genenv.benchmarks.bfcl.data import AST_LIVE, AST_NON_LIVE, MULTI_TURN, RELE
 from genenv.benchmarks.bfcl.decoding import DecodeError, ExecCall, contains_call, decode_ast
 from genenv.benchmarks.bfcl.multi_turn import Backends
 from genenv.envs.simulator import Simulator
+from genenv.llm.generation import SamplingConfig
 
 # Gold answers that no rendering can make pass, under bfcl-eval's checker as well (benchmarks/bfcl_parity.py
 # shows both checkers agree on every one): ground truth that misses a required parameter, lists an

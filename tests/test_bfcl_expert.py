@@ -7,7 +7,7 @@ from test_bfcl import KNOWN_GOLD_FAILURES
 
 from genenv.benchmarks.bfcl import BFCLAdapter
 from genenv.benchmarks.bfcl.expert import IRRELEVANT_ANSWER, TURN_DONE
-from genenv.envs.expert import replay_expert
+from genenv.envs.expert import expert_messages, replay_expert
 
 #: gold answers that fail in every format (the others of KNOWN_GOLD_FAILURES pass in one of the two)
 NO_TRACE = {task_id for task_id, formats in KNOWN_GOLD_FAILURES.items() if formats == {"python", "json"}}
@@ -21,7 +21,7 @@ def adapter():
 def test_every_expert_trace_scores_one_and_only_gold_failures_lack_one(adapter):
     missing = set()
     for task in adapter.load_tasks("all"):
-        expert = adapter.expert_messages(task)
+        expert = expert_messages(adapter, task)
         if expert is None:
             missing.add(task.task_id)
             continue
@@ -33,13 +33,13 @@ def test_every_expert_trace_scores_one_and_only_gold_failures_lack_one(adapter):
 
 def test_trace_forms(adapter):
     simple = adapter.load_tasks("simple_python")[0]
-    assert adapter.expert_messages(simple)[0]["content"] == (
+    assert expert_messages(adapter, simple)[0]["content"] == (
         "[calculate_triangle_area(base=10, height=5, unit='units')]"
     )
-    irrelevant = adapter.expert_messages(adapter.load_tasks("irrelevance")[0])
+    irrelevant = expert_messages(adapter, adapter.load_tasks("irrelevance")[0])
     assert [m["content"] for m in irrelevant] == [IRRELEVANT_ANSWER]
     task = adapter.load_tasks("multi_turn_base")[0]
-    actions = [m["content"] for m in adapter.expert_messages(task) if m["role"] == "assistant"]
+    actions = [m["content"] for m in expert_messages(adapter, task) if m["role"] == "assistant"]
     assert (
         actions[0]
         == "[cd(folder='document'), mkdir(dir_name='temp'), mv(source='final_report.pdf', destination='temp')]"

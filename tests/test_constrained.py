@@ -1,7 +1,7 @@
 import json
 
-from genenv.agents.constrained import json_schema_constraint
-from genenv.agents.generation import SamplingConfig, generate_chat
+from genenv.llm.constrained import json_schema_constraint
+from genenv.llm.generation import SamplingConfig, generate_chat
 
 SCHEMAS = [
     {

@@ -10,18 +10,17 @@ import pytest
 import torch
 from toy_benchmark import ToyAdapter
 
-from genenv.agents import engines
 from genenv.agents.agent import Agent
-from genenv.agents.engines import resolve_engine
-from genenv.agents.engines.hf import HFEngine
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import build_tiny_policy
-from genenv.agents.rollout import hf_generator
 from genenv.envs.simulator import Simulator
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm import engines
+from genenv.llm.engines import resolve_engine
+from genenv.llm.engines.hf import HFEngine, hf_generator
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import build_tiny_policy
 
 pytest.importorskip("ctranslate2")
-from genenv.agents.engines.ctranslate2 import CTranslate2Engine  # noqa: E402
+from genenv.llm.engines.ctranslate2 import CTranslate2Engine  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +62,7 @@ PROMPTS = ["hello world", "a much longer prompt, with more bytes in it", "tool"]
 
 
 def test_auto_picks_ctranslate2_on_cpu_and_hf_without_it(monkeypatch, caplog):
-    with caplog.at_level(logging.INFO, logger="genenv.agents.engines"):
+    with caplog.at_level(logging.INFO, logger="genenv.llm.engines"):
         assert resolve_engine("auto", device="cpu", purpose="rollout")[0] == "ctranslate2"
     assert "ctranslate2 installed" in caplog.text
     monkeypatch.setattr(engines, "_ctranslate2_available", lambda: False)

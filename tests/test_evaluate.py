@@ -7,9 +7,9 @@ from hydra import compose, initialize_config_dir
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
 from genenv.config import CONFIG_DIR
 from genenv.evaluate import CONFIG_FILE, JOURNAL, claim_output_dir, evaluate, evaluate_with_journal, run
+from genenv.llm.generation import SamplingConfig
 
 
 class CountingAgent(Agent):

@@ -15,9 +15,9 @@ import torch
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer, rollout_to_trl
-from genenv.agents.models import build_tiny_policy
 from genenv.agents.rollout import RolloutBatch, play_episodes
 from genenv.benchmarks.base import Score, Task, Trajectory
+from genenv.llm.models import build_tiny_policy
 
 TOOL_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>'
 ANSWER = "1 + 2 = 3."
@@ -343,7 +343,7 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from test_grpo import HalfSolvableToyAdapter, rowwise_generator, tiny_config
 from genenv.agents.grpo import GRPOAgentTrainer
-from genenv.agents.models import build_tiny_policy
+from genenv.llm.models import build_tiny_policy
 
 adapter = HalfSolvableToyAdapter()
 uniform, graded = adapter.uniform_and_graded()

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from genenv.agents.engines import hf
+from genenv.llm.engines import hf
 
 
 @pytest.fixture
@@ -30,13 +30,13 @@ def machine(monkeypatch):
 
 
 def test_warns_when_other_jobs_keep_the_cores_busy(machine, caplog):
-    with caplog.at_level(logging.WARNING, logger="genenv.agents.engines.hf"):
+    with caplog.at_level(logging.WARNING, logger="genenv.llm.engines.hf"):
         assert machine(threads=2, load=2.1)
     assert "OMP_NUM_THREADS=1" in caplog.text and "OMP_WAIT_POLICY=PASSIVE" in caplog.text
 
 
 def test_silent_when_idle_single_threaded_passive_or_busy_with_its_own_work(machine, caplog):
-    with caplog.at_level(logging.WARNING, logger="genenv.agents.engines.hf"):
+    with caplog.at_level(logging.WARNING, logger="genenv.llm.engines.hf"):
         assert not machine(threads=2, load=0.3)  # idle machine
         assert not machine(threads=1, load=3.0)  # one thread: nothing spins
         assert not machine(threads=2, load=3.0, policy="passive")  # threads sleep at once

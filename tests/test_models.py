@@ -1,4 +1,4 @@
-"""Tests of genenv.agents.models: the tiny test model, the embedded SmolLM2, and their caching."""
+"""Tests of genenv.llm.models: the tiny test model, the embedded SmolLM2, and their caching."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from genenv.agents import models
-from genenv.agents.models import Policy, build_tiny_policy, default_device, embedded_model_dir, load_policy
+from genenv.llm import models
+from genenv.llm.models import Policy, build_tiny_policy, default_device, embedded_model_dir, load_policy
 
 try:
     from hypothesis import given, settings

@@ -21,7 +21,7 @@ from genenv.benchmarks.reasoning_gym import (  # noqa: E402
 )
 from genenv.coevolution import CoEvolutionTrainer, latest_checkpoint  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
-from genenv.envs.expert import replay_expert  # noqa: E402
+from genenv.envs.expert import expert_messages, replay_expert  # noqa: E402
 from genenv.envs.simulator import to_proposal  # noqa: E402
 from genenv.pools import TaskPool  # noqa: E402
 from genenv.train import genenv_config  # noqa: E402
@@ -330,9 +330,9 @@ def test_expert_trace_of_every_base_task_scores_full_and_shows_the_expression():
     tasks = base.load_tasks("train")
     assert len(tasks) == 9 * 64
     for task in tasks:
-        expert = base.expert_messages(task)
+        expert = expert_messages(base, task)
         recorded, score = replay_expert(base, task)
         assert recorded == expert[-len(recorded) :] and score.value == 1.0, task.task_id
         reply = expert[-1]["content"]
         assert reply.endswith(f" = {task.gold['answer']}") and reply.partition(" = ")[0] in task.prompt
-    assert base.expert_messages(Task("x", "reasoning_gym", "p", gold=None)) is None
+    assert expert_messages(base, Task("x", "reasoning_gym", "p", gold=None)) is None

@@ -12,7 +12,6 @@ from scripted_simulator import ScriptedSimulator
 pytest.importorskip("reasoning_gym")
 
 import genenv  # noqa: F401, E402  (registers the env ids)
-from genenv.agents.constrained import json_schema_constraint  # noqa: E402, F401  (patches lm-format-enforcer's import)
 from genenv.benchmarks.base import Task, Trajectory  # noqa: E402
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter, generate_entry, level_ranges  # noqa: E402
 from genenv.benchmarks.reasoning_gym_expressions import (  # noqa: E402
@@ -21,6 +20,7 @@ from genenv.benchmarks.reasoning_gym_expressions import (  # noqa: E402
     parse_expression,
 )
 from genenv.envs.expert import replay_expert  # noqa: E402
+from genenv.llm.constrained import json_schema_constraint  # noqa: E402, F401  (patches lm-format-enforcer's import)
 
 SIZES = {"test_per_level": 4, "validation_per_level": 2, "train_per_level": 6}
 

@@ -5,9 +5,9 @@ import torch
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.agent import Agent
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.models import build_tiny_policy
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.generation import SamplingConfig
+from genenv.llm.models import build_tiny_policy
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,8 @@ def test_a_follow_up_user_message_continues_the_rollout(lively_policy):
 
 def test_reusing_the_kv_cache_across_turns_changes_no_greedy_token(lively_policy):
     """Episodes of 1 to 4 turns in one batch: finished rows leave the cache, cut tokens are masked out."""
-    from genenv.agents.rollout import hf_generator, play_envs
+    from genenv.agents.rollout import play_envs
+    from genenv.llm.engines.hf import hf_generator
 
     adapter = ToyAdapter()
     tasks = adapter.load_tasks("train")[:5]

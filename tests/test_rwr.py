@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from genenv.agents.generation import SamplingConfig, generate_chat, render_chat
-from genenv.agents.models import build_tiny_policy
 from genenv.curriculum.rwr import RWRConfig, RWRStats, RWRTrainer
+from genenv.llm.generation import SamplingConfig, generate_chat, render_chat
+from genenv.llm.models import build_tiny_policy
 
 MESSAGES = [
     {"role": "system", "content": "You write tasks."},

@@ -7,8 +7,8 @@ import pytest
 import torch
 from conftest import load_benchmark
 
-from genenv.agents.models import build_tiny_policy
 from genenv.curriculum import RWRConfig, RWRTrainer
+from genenv.llm.models import build_tiny_policy
 from genenv.pools import TaskPool
 
 PROMPT = [{"role": "user", "content": "Write one task as JSON."}]

@@ -6,11 +6,11 @@ import pytest
 import torch
 from toy_benchmark import ToyAdapter
 
-from genenv.agents.models import build_tiny_policy
 from genenv.agents.rollout import ToolSuffix, play_envs
 from genenv.agents.warm_start import IGNORE, WarmStartConfig, WarmStartTrainer, tokenize_expert
-from genenv.envs.expert import ExpertTraceError, expert_conversation, replay_actions, replay_expert
+from genenv.envs.expert import ExpertTraceError, expert_conversation, expert_messages, replay_actions, replay_expert
 from genenv.envs.tool_env import ToolEnv
+from genenv.llm.models import build_tiny_policy
 
 
 def test_expert_trace_replays_to_the_maximum_with_executed_outputs():
@@ -18,7 +18,7 @@ def test_expert_trace_replays_to_the_maximum_with_executed_outputs():
     task = adapter.load_tasks("train")[2]
     messages, score = replay_expert(adapter, task)
     assert score.value == 1.0
-    assert messages == adapter.expert_messages(task)
+    assert messages == expert_messages(adapter, task)
     assert [m["role"] for m in messages] == ["assistant", "tool", "assistant"]
     assert json.loads(messages[1]["content"]) == {"result": task.gold["sum"]}  # executed, not written by hand
     conversation = expert_conversation(adapter, task)

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory
-from genenv.envs.expert import replay_actions
 
 ADD_TOOL = {
     "type": "function",
@@ -53,9 +52,9 @@ class ToyAdapter(BenchmarkAdapter):
             return StepResult("Error: a and b must be integers", error="wrong_type")
         return StepResult(json.dumps({"result": a + b}), output=a + b)
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]]:
+    def gold_actions(self, task: Task) -> list[list[str]]:
         a, b = task.metadata["a"], task.gold["sum"] - task.metadata["a"]
-        return replay_actions(self, task, [self.format_call("add", {"a": a, "b": b}), f"It is {a + b}."])
+        return [[self.format_call("add", {"a": a, "b": b}), f"It is {a + b}."]]
 
     def score(self, task: Task, trajectory: Trajectory) -> Score:
         answer = trajectory.final_answer or ""

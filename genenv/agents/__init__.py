@@ -1,1 +1,1 @@
-"""Agent policy: model loading, batched generation, rollouts."""
+"""The agent: rollouts in ToolEnv episodes, GRPO training, the supervised warm start."""

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv.agents.engines import Engine
-from genenv.agents.engines.hf import HFEngine
-from genenv.agents.generation import SamplingConfig
 from genenv.agents.rollout import (
     FEW_SHOT_EXCHANGES,
     Episode,
@@ -20,6 +17,9 @@ from genenv.agents.rollout import (
     shown_exchanges,
 )
 from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.llm.engines import Engine
+from genenv.llm.engines.hf import HFEngine
+from genenv.llm.generation import SamplingConfig
 
 __all__ = ["FEW_SHOT_EXCHANGES", "Agent", "Episode"]
 
@@ -28,13 +28,13 @@ class Agent:
     """Turns env observations into actions with a chat policy and few-shot tool-call examples.
 
     Args:
-        policy: a :class:`~genenv.agents.models.Policy` (model + tokenizer).
+        policy: a :class:`~genenv.llm.models.Policy` (model + tokenizer).
         sampling: decoding settings (greedy by default); ``max_new_tokens`` is per turn.
         few_shot: which worked exchanges precede every conversation (:func:`~genenv.agents.rollout.shown_exchanges`:
             ``"generic"``/``True``, ``"own"``, ``"none"``/``False``).
         max_completion_length: token budget of an episode's turns and tool responses (``None``: only the
             env's ``max_turns`` limits an episode).
-        engine: who generates (:mod:`genenv.agents.engines`; default Hugging Face ``generate`` on the policy's
+        engine: who generates (:mod:`genenv.llm.engines`; default Hugging Face ``generate`` on the policy's
             model); it is synced with the policy's current weights before every rollout.
     """
 

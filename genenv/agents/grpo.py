@@ -14,7 +14,7 @@ other paths do not fit:
 
 * ``tools=`` / ``environment_factory`` expose a *fixed* set of Python methods as tools and detect tool calls
   with the tokenizer's response parser. genenv's tools are per task (an API-Bank task offers its own APIs),
-  calls are parsed by :func:`genenv.envs.parsing.parse_tool_calls` (tagged JSON, bare JSON, Python-call
+  calls are parsed by :func:`genenv.toolcalls.parse_tool_calls` (tagged JSON, bare JSON, Python-call
   lists), bad calls cost a turn with an error observation, and an episode ends on a plain answer or the
   benchmark's terminal action; re-implementing all of that as environment methods would fork ``ToolEnv``.
 * With ``rollout_func`` the token sequence TRL trains on is exactly the one the model generated from, and the
@@ -56,17 +56,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from genenv.agents.engines import Engine, build_engine, resolve_engine
-from genenv.agents.engines import hf as hf_engine
-from genenv.agents.engines import vllm as vllm_engine
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import Episode, GenerateFn, RolloutBatch, play_episodes
+from genenv.agents.rollout import Episode, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
 from genenv.envs.tool_env import render_prompt
+from genenv.llm.engines import Engine, build_engine, resolve_engine
+from genenv.llm.engines import hf as hf_engine
+from genenv.llm.engines import vllm as vllm_engine
+from genenv.llm.generation import GenerateFn, SamplingConfig
 
 if TYPE_CHECKING:
-    from genenv.agents.models import Policy
+    from genenv.llm.models import Policy
 
 __all__ = ["GRPOAgentConfig", "GRPOAgentTrainer", "rollout_to_trl"]
 
@@ -122,10 +122,10 @@ class GRPOAgentConfig:
             checkpoints; :meth:`GRPOAgentTrainer.save` writes where it is told).
         seed: seed of TRL (model init of adapters, sampling RNG) and of the task order.
         shuffle_tasks: shuffle the task list before each :meth:`GRPOAgentTrainer.train` call.
-        engine: who generates the rollouts (:mod:`genenv.agents.engines`): ``"hf"`` (the trained model's own
+        engine: who generates the rollouts (:mod:`genenv.llm.engines`): ``"hf"`` (the trained model's own
             ``generate``), ``"ctranslate2"`` (CPU; a converted copy synced every ``engine_sync_every`` steps),
             ``"vllm"`` (TRL's vLLM integration, ``vllm_mode``), or ``"auto"``: the fastest available here
-            (:func:`~genenv.agents.engines.resolve_engine` logs its reason). With ``ctranslate2`` and ``vllm`` the
+            (:func:`~genenv.llm.engines.resolve_engine` logs its reason). With ``ctranslate2`` and ``vllm`` the
             engine's numerics differ from the trained model's: TRL's importance-sampling correction applies (the
             old log-probabilities recomputed with the trained model, ``vllm_importance_sampling_*`` in
             ``grpo_kwargs``). The same engine plays validation episodes.
@@ -203,7 +203,7 @@ class GRPOAgentConfig:
             raise ValueError("need 1 <= max_new_tokens <= max_completion_length")
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
-        from genenv.agents.engines import COMPUTE_TYPES, ENGINES
+        from genenv.llm.engines import COMPUTE_TYPES, ENGINES
 
         if self.engine not in ENGINES:
             raise ValueError(f"agent.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
@@ -343,7 +343,7 @@ class GRPOAgentTrainer:
     """GRPO on the agent policy with TRL's ``GRPOTrainer``; episodes are played in genenv's ``ToolEnv``.
 
     Args:
-        policy: the agent's :class:`~genenv.agents.models.Policy`. Its model is trained in place (with
+        policy: the agent's :class:`~genenv.llm.models.Policy`. Its model is trained in place (with
             ``use_lora``, adapters are injected into it), so an :class:`~genenv.agents.agent.Agent` holding the
             same policy acts with the updated weights.
         adapter: the benchmark whose tools execute the calls and whose score is the reward.

@@ -20,25 +20,20 @@ inserted after a turn cut by the token limit).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
-from genenv.agents.generation import SamplingConfig, render_chat
 from genenv.benchmarks.base import BenchmarkAdapter, Task, Trajectory
 from genenv.envs.tool_env import ToolEnv, score_episode
+from genenv.llm.generation import GenerateFn, render_chat
 
 __all__ = [
     "FEW_SHOT_EXCHANGES",
     "Episode",
-    "GenerateFn",
     "RolloutBatch",
     "ToolSuffix",
-    "TurnCache",
     "few_shot_conversation",
-    "hf_generator",
     "shown_exchanges",
     "play_envs",
     "play_episodes",
@@ -111,11 +106,6 @@ class Episode:
     truncated: bool = False
 
 
-#: ``generate(batch_of_token_id_lists) -> (new_ids_per_row, logprobs_per_row or None)``. The new ids may run
-#: past the end-of-turn token (padding); the rollout cuts them at the first one.
-GenerateFn = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
-
-
 @dataclass
 class RolloutBatch:
     """Episodes played together, in TRL's token layout (one row per episode).
@@ -176,123 +166,6 @@ class ToolSuffix:
         if full[: len(self._prefix)] != self._prefix:
             raise ValueError("unexpected tokenization: the assistant turn is not a prefix of the tool turn")
         return full[len(self._prefix) :]
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    return next((k for k in range(n) if a[k] != b[k]), n)
-
-
-class TurnCache:
-    """The KV cache of one batched ``generate`` call, reused by the next call that continues its rows.
-
-    A rollout's next turn sends every running episode's whole history again: the previous call's input, the part
-    of its output the rollout kept, then new tokens (a tool response, the next assistant header). :meth:`inputs`
-    lays the new batch out as the previous call's token matrix (same left padding, the KV cache's rows of finished
-    episodes dropped, generated tokens the rollout cut masked out) followed by the new tokens, left-padded as a
-    block: ``generate`` then prefills only the new tokens. Positions come from the attention mask, so a token sees
-    the same keys at the same positions as without the cache, and greedy decoding gives the same tokens. A batch
-    that does not continue the previous one (another rollout) starts a fresh cache.
-    """
-
-    def __init__(self, pad_id: int) -> None:
-        self.pad_id = pad_id
-        self.cache: Any = None
-        self.ids: torch.Tensor | None = None  # the previous call's output: its input, then the new tokens
-        self.mask: torch.Tensor | None = None
-        self.input_width = 0  # columns of the previous call's input
-        self.rows: list[tuple[list[int], list[int]]] = []  # per row: the input ids (unpadded), the new ids
-        self.reused_tokens = 0  # prompt tokens not prefilled again, over all calls
-
-    def _plan(self, batch: list[list[int]]) -> list[tuple[int, int]] | None:
-        """For each new row, (previous row, new tokens it kept); ``None`` unless every row continues one."""
-        plan, j = [], 0
-        for ids in batch:
-            while j < len(self.rows):
-                old, new = self.rows[j]
-                if len(ids) > len(old) and ids[: len(old)] == old:
-                    kept = _common_prefix(ids[len(old) :], new)
-                    if len(old) + kept < len(ids):
-                        plan.append((j, kept))
-                        j += 1
-                        break
-                j += 1
-            else:
-                return None
-        return plan
-
-    def inputs(self, batch: list[list[int]], model: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
-        """``input_ids``, ``attention_mask`` and the cache to hand ``generate`` for ``batch``."""
-        from transformers import DynamicCache
-
-        device = model.device
-        plan = self._plan(batch) if self.cache is not None else None
-        if plan is None:
-            width = max(len(ids) for ids in batch)
-            ids = torch.tensor([[self.pad_id] * (width - len(row)) + row for row in batch], device=device)
-            mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in batch], device=device)
-            self.cache = DynamicCache(config=model.config)
-            return ids, mask, self.cache
-        keep = [j for j, _ in plan]
-        if keep != list(range(len(self.rows))):
-            self.cache.batch_select_indices(torch.tensor(keep, device=device))
-        old_ids, old_mask = self.ids[keep], self.mask[keep].clone()
-        start = self.input_width  # first column of the previous call's new tokens
-        tails = []
-        for r, ((j, kept), row) in enumerate(zip(plan, batch)):
-            old_mask[r, start + kept :] = 0
-            tails.append(row[len(self.rows[j][0]) + kept :])
-            self.reused_tokens += len(self.rows[j][0]) + kept
-        width = max(len(tail) for tail in tails)
-        tail_ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=device)
-        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
-        return torch.cat([old_ids, tail_ids], 1), torch.cat([old_mask, tail_mask], 1), self.cache
-
-    def update(self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Record a call's output (its ``input_ids`` then the new tokens); returns the new tokens."""
-        new = output[:, mask.shape[1] :]
-        self.ids, self.input_width = output, mask.shape[1]
-        self.mask = torch.cat([mask, torch.ones_like(new)], 1)
-        self.rows = [(list(ids), row) for ids, row in zip(batch, new.tolist())]
-        return new
-
-
-def hf_generator(
-    model: Any,
-    tokenizer: Any,
-    sampling: SamplingConfig | None = None,
-    seed: int | None = None,
-    reuse_cache: bool = True,
-) -> GenerateFn:
-    """A :data:`GenerateFn` over ``model.generate``: left padding, greedy or sampled as ``sampling`` says.
-
-    With ``seed`` and sampling, call ``k`` of the generator seeds torch with ``seed + 7919 * k``, so a rollout
-    is reproducible. ``reuse_cache``: a call that continues the previous call's rows (the next turn of the same
-    episodes) reuses its KV cache instead of prefilling the whole history again (:class:`TurnCache`).
-    """
-    sampling = sampling or SamplingConfig()
-    pad_id = tokenizer.pad_token_id
-    turns = TurnCache(pad_id)
-    calls = 0
-
-    @torch.no_grad()
-    def generate(batch: list[list[int]]) -> tuple[list[list[int]], None]:
-        nonlocal calls
-        kwargs: dict[str, Any] = {**sampling.generate_kwargs(), "pad_token_id": pad_id}
-        if sampling.temperature > 0 and seed is not None:
-            torch.manual_seed(seed + 7919 * calls)
-        calls += 1
-        if not reuse_cache:
-            width = max(len(ids) for ids in batch)
-            input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=model.device)
-            mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=model.device)
-            return model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)[:, width:].tolist(), None
-        input_ids, mask, cache = turns.inputs(batch, model)
-        output = model.generate(input_ids=input_ids, attention_mask=mask, past_key_values=cache, **kwargs)
-        return turns.update(batch, output, mask).tolist(), None
-
-    generate.turn_cache = turns  # type: ignore[attr-defined]
-    return generate
 
 
 def play_envs(

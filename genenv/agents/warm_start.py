@@ -1,6 +1,6 @@
 """Supervised warm start of the agent on expert traces (TRL ``SFTTrainer``), before and between GRPO epochs.
 
-An expert trace (:meth:`~genenv.benchmarks.base.BenchmarkAdapter.expert_messages`) is tokenised exactly as a
+An expert trace (:func:`~genenv.envs.expert.expert_messages`) is tokenised exactly as a
 rollout lays out an episode (:mod:`genenv.agents.rollout`): the prompt rendered by the chat template (system +
 tools, the worked exchanges the agent is shown, the user request, the assistant header), then each assistant turn
 followed by its end-of-turn token, then the tool-response (or follow-up user) block up to the next assistant
@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from genenv.agents.generation import render_chat
 from genenv.agents.rollout import ToolSuffix, few_shot_conversation
 from genenv.config import check_types
+from genenv.llm.generation import render_chat
 
 __all__ = ["WarmStartConfig", "WarmStartTrainer", "tokenize_expert"]
 

@@ -4,7 +4,8 @@ A benchmark is one :class:`BenchmarkAdapter` subclass registered by name with
 :func:`register_benchmark` (or advertised by an installed package through the
 ``genenv.benchmarks`` entry-point group). Everything else in genenv (the Gymnasium
 :class:`~genenv.envs.tool_env.ToolEnv`, the simulator, the trainer, the evaluator) talks
-to benchmarks only through this protocol.
+to benchmarks only through this protocol. :class:`~genenv.toolcalls.ToolCall` is re-exported here, beside the
+other types an adapter speaks in.
 """
 
 from __future__ import annotations
@@ -13,29 +14,19 @@ import json
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from genenv.toolcalls import ToolCall, parse_tool_calls
+
 logger = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "GENENV_DATA_DIR"
 ENTRY_POINT_GROUP = "genenv.benchmarks"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool invocation parsed from model text."""
-
-    name: str
-    arguments: dict[str, Any]
-    raw: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments}
 
 
 @dataclass
@@ -157,11 +148,9 @@ class BenchmarkAdapter(ABC):
 
     def parse_action(self, text: str, state: Any) -> list[ToolCall]:
         """The tool calls in one action of the episode ``state`` (``[]``: a plain answer); raises
-        :class:`~genenv.envs.parsing.ToolCallParseError`. The default reads every format
-        :func:`~genenv.envs.parsing.parse_tool_calls` reads; an adapter whose official evaluator reads
+        :class:`~genenv.toolcalls.ToolCallParseError`. The default reads every format
+        :func:`~genenv.toolcalls.parse_tool_calls` reads; an adapter whose official evaluator reads
         model text its own way overrides it (API-Bank's ``scoring`` option)."""
-        from genenv.envs.parsing import parse_tool_calls
-
         return parse_tool_calls(text)
 
     def scoring_mode(self) -> dict[str, Any] | None:
@@ -190,14 +179,14 @@ class BenchmarkAdapter(ABC):
             "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
         )
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
-        """The task's gold trajectory as the chat messages that follow its opening (system prompt, user request):
-        the agent's turns (gold calls written with :meth:`format_call`, then the final answer) and what the
-        environment answered (tool outputs, follow-up user turns), exactly as a
-        :class:`~genenv.envs.tool_env.ToolEnv` episode records them; ``None`` when the task has no gold
-        trajectory. Adapters build it with :func:`genenv.envs.expert.replay_actions`, so the outputs are the
-        executed ones. Expert traces are D_train's base data and the agent's warm start."""
-        return None
+    def gold_actions(self, task: Task) -> Iterable[list[str]]:
+        """The task's gold trajectory as the agent's actions, the text of each of its turns: the gold calls written
+        with :meth:`format_call`, then the final answer. Each item is one way of writing the whole trajectory,
+        preferred first; none when the task has no gold trajectory. :func:`genenv.envs.expert.expert_messages`
+        plays them through a :class:`~genenv.envs.tool_env.ToolEnv` and keeps the first that makes a complete
+        episode, with the outputs the env executed: an expert trace, D_train's base data and the agent's warm
+        start."""
+        return ()
 
     def turn_limit(self, task: Task) -> int | None:
         """The benchmark's own limit on the agent's turns for ``task`` (``None``: only the env's ``max_turns``), e.g.

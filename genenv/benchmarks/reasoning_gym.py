@@ -76,8 +76,6 @@ from functools import lru_cache
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-from genenv.envs.expert import replay_actions
-
 from .base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark
 from .reasoning_gym_expressions import FAMILIES as EXPRESSION_FAMILIES
 from .reasoning_gym_expressions import expression_pattern, parse_expression
@@ -394,16 +392,16 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             "in the format the problem asks for."
         )
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+    def gold_actions(self, task: Task) -> list[list[str]]:
         """The gold answer as the final answer (no tools). Where reasoning-gym's entry records the expression it asks
         about (the arithmetic families), the expert writes ``expression = answer``: the shortest worked form, the one
         small models write on their own, which :func:`extract_answer` reads as the answer."""
         answer = (task.gold or {}).get("answer") if isinstance(task.gold, dict) else None
         if answer is None:
-            return None
+            return []
         expression = _entry(task.gold)[2].get("metadata", {}).get("expression")
         reply = f"{expression} = {answer}" if isinstance(expression, str) and expression.strip() else str(answer)
-        return replay_actions(self, task, [reply])
+        return [[reply]]
 
     def few_shot_exchanges(self) -> list[dict[str, Any]]:
         """None: with no tools, worked tool-call exchanges only teach a model to imitate tool responses."""

@@ -40,10 +40,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from genenv.agents.generation import render_chat
-from genenv.agents.models import Policy
 from genenv.config import check_types
 from genenv.curriculum.reward import rwr_weight
+from genenv.llm.generation import render_chat
+from genenv.llm.models import Policy
 
 __all__ = ["RWRConfig", "RWRStats", "RWRTrainer"]
 
@@ -178,7 +178,7 @@ class RWRTrainer:
     """Weighted SFT of the simulator through a LoRA adapter, with a KL penalty and a KL cap.
 
     Args:
-        policy: the simulator's :class:`~genenv.agents.models.Policy`. Its model is wrapped in a
+        policy: the simulator's :class:`~genenv.llm.models.Policy`. Its model is wrapped in a
             peft LoRA adapter (``get_peft_model``, LoRA settings from ``config``), or used as is
             when it already is a trainable ``PeftModel``. ``policy.model`` is replaced by the
             ``PeftModel`` (in place, so whoever holds the policy, e.g. the

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from genenv.agents.engines import Engine, build_engine, resolve_engine
-from genenv.agents.generation import SamplingConfig, engine_chat, generate_chat
 from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.llm.engines import Engine, build_engine, engine_chat, resolve_engine
+from genenv.llm.generation import SamplingConfig, generate_chat
 
 logger = logging.getLogger(__name__)
 
@@ -104,8 +104,8 @@ class Simulator:
     """Writes tasks for a benchmark with a chat LLM.
 
     Args:
-        policy: a :class:`~genenv.agents.models.Policy`, or a model name for
-            :func:`~genenv.agents.models.load_policy` (loaded on first use).
+        policy: a :class:`~genenv.llm.models.Policy`, or a model name for
+            :func:`~genenv.llm.models.load_policy` (loaded on first use).
         batch_size: proposals per :meth:`propose` call (one batched ``generate``).
         sampling: decoding settings; sampling (temperature > 0) keeps proposals diverse.
         num_examples: worked examples shown per prompt.
@@ -113,7 +113,7 @@ class Simulator:
         constrained: keep each answer inside ``adapter.generation_schema(family)`` while it is
             generated (JSON-schema-constrained decoding), when the adapter provides schemas.
         engine: who generates (``hf``, ``ctranslate2``, ``vllm`` or ``auto``:
-            :func:`~genenv.agents.engines.resolve_engine`), synced with the policy's current weights before every
+            :func:`~genenv.llm.engines.resolve_engine`), synced with the policy's current weights before every
             call. Constrained calls need a logits hook that only ``hf`` has: with another engine they fall back to
             ``hf``, and the reason is logged once.
         engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
@@ -146,7 +146,7 @@ class Simulator:
     @property
     def policy(self) -> Any:
         if isinstance(self._policy, str):
-            from genenv.agents.models import load_policy
+            from genenv.llm.models import load_policy
 
             self._policy = load_policy(self._policy)
         return self._policy
@@ -213,7 +213,7 @@ class Simulator:
     ) -> list[str]:
         """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
         if schemas is not None:
-            from genenv.agents.constrained import json_schema_constraint
+            from genenv.llm.constrained import json_schema_constraint
 
             if self.engine_name != "hf" and not self._fallback_logged:
                 logger.info("simulator: constrained decoding runs on hf (%s has no logits hook)", self.engine_name)

@@ -22,7 +22,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, Trajectory, Turn, get_benchmark
-from genenv.envs.parsing import ToolCallParseError
+from genenv.toolcalls import ToolCallParseError
 
 logger = logging.getLogger(__name__)
 

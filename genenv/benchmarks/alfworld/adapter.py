@@ -43,7 +43,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...envs.expert import ExpertTraceError, replay_actions
 from ..base import (
     BenchmarkAdapter,
     DataNotFoundError,
@@ -222,17 +221,14 @@ class ALFWorldAdapter(BenchmarkAdapter):
         )
         return [string_tool(TOOL_NAME, description, {"command": "one admissible command, exactly as listed"})]
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+    def gold_actions(self, task: Task) -> list[list[str]]:
         """The gold walkthrough (the game file's, or the planner's plan for a generated task) as one ``act`` call a
-        turn, with the engine's observations; the winning command ends the episode. ``None`` without a walkthrough
-        or when it does not win within ``max_steps``."""
+        turn; the winning command ends the episode. None without a walkthrough, or when it is longer than
+        ``max_steps``."""
         walkthrough = task.gold.get("walkthrough") if isinstance(task.gold, dict) else None
         if not walkthrough or len(walkthrough) > self.max_steps:
-            return None
-        try:
-            return replay_actions(self, task, [self.format_call(TOOL_NAME, {"command": c}) for c in walkthrough])
-        except ExpertTraceError:
-            return None
+            return []
+        return [[self.format_call(TOOL_NAME, {"command": c}) for c in walkthrough]]
 
     def system_prompt(self, task: Task) -> str:
         return "\n".join(

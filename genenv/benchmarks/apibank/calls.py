@@ -35,7 +35,7 @@ import json
 import re
 from typing import Any
 
-from genenv.envs.parsing import parse_apibank_params
+from genenv.toolcalls import parse_apibank_params
 
 #: Longest text we try to interpret as a literal; longer list/dict text is rejected.
 MAX_LITERAL_CHARS = 100_000

@@ -9,7 +9,7 @@ word (``humidity=0.5`` reads ``'0'``), a list is its source text. Every value is
 API's declared types are applied as ``ToolManager.api_call`` applies them (``isdigit``, ``== 'True'``,
 lists passed on as text). Text without such a call is a plain answer.
 
-``genenv`` reads any format :func:`genenv.envs.parsing.parse_tool_calls` reads (``<tool_call>`` JSON,
+``genenv`` reads any format :func:`genenv.toolcalls.parse_tool_calls` reads (``<tool_call>`` JSON,
 bare JSON, Python call lists with typed literals); training uses it only where the config asks for
 ``scoring: genenv``, and validation is then scored by the adapter's official counterpart. Both modes ask
 the agent for the test prompts' form, ``API-Request: [ApiName(key1='value1', key2='value2', ...)]``.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genenv.benchmarks.base import ToolCall
-from genenv.envs.parsing import parse_apibank_call, parse_tool_calls
+from genenv.toolcalls import parse_apibank_call, parse_tool_calls
 
 MODES = ("official", "genenv")
 
@@ -111,7 +111,7 @@ class Scoring:
 
     def parse(self, text: str) -> list[ToolCall]:
         """The calls in one action: upstream's first ``[ApiName(...)]`` (official) or every call genenv
-        reads (genenv; raises :class:`~genenv.envs.parsing.ToolCallParseError` on a malformed call)."""
+        reads (genenv; raises :class:`~genenv.toolcalls.ToolCallParseError` on a malformed call)."""
         if self.mode == "genenv":
             return parse_tool_calls(text)
         call = parse_apibank_call(text)

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from genenv.benchmarks.base import Task
-from genenv.envs.parsing import parse_apibank_call
+from genenv.toolcalls import parse_apibank_call
 
 from .calls import json_schema_type
 

@@ -40,7 +40,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...envs.expert import replay_actions
 from ..base import (
     BenchmarkAdapter,
     DataNotFoundError,
@@ -214,7 +213,7 @@ class BamboogleAdapter(BenchmarkAdapter):
             )
         return StepResult(observation, output={"query": value})
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+    def gold_actions(self, task: Task) -> list[list[str]]:
         """The question's decomposition played out: a search for each hop (``Q1``, then ``Q2``), then the self-ask
         answer with the gold. The search results are whatever the back-end returns (with simulated search, a
         model's text that may miss the fact); the trace teaches the procedure and the answer form."""
@@ -223,9 +222,9 @@ class BamboogleAdapter(BenchmarkAdapter):
         answers = [a for a in gold.get("answers") or [] if isinstance(a, str) and normalize_answer(a)]
         queries = [hops.get(key) for key in ("Q1", "Q2")]
         if not answers or not all(isinstance(q, str) and q.strip() for q in queries):
-            return None
-        actions = [self.format_call("search", {"query": q.strip()}) for q in queries]
-        return replay_actions(self, task, [*actions, f"So the final answer is: {answers[0]}"])
+            return []
+        searches = [self.format_call("search", {"query": q.strip()}) for q in queries]
+        return [[*searches, f"So the final answer is: {answers[0]}"]]
 
     def few_shot_exchanges(self) -> list[dict[str, Any]]:
         """One worked two-hop question (not from Bamboogle): two searches, then the self-ask answer."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from genenv.agents.generation import SamplingConfig, generate_chat
+from genenv.llm.generation import SamplingConfig, generate_chat
 
 
 class SearchEngine(Protocol):
@@ -122,8 +122,8 @@ class SimulatedSearch:
     """An LLM-simulated search engine: the model writes results for the query (greedy, cached).
 
     Args:
-        policy: a :class:`~genenv.agents.models.Policy`, or a model name for
-            :func:`~genenv.agents.models.load_policy` (loaded on the first search).
+        policy: a :class:`~genenv.llm.models.Policy`, or a model name for
+            :func:`~genenv.llm.models.load_policy` (loaded on the first search).
         top_k: results asked for per query.
         max_new_tokens: generation budget per query.
     """
@@ -140,7 +140,7 @@ class SimulatedSearch:
     @property
     def policy(self) -> Any:
         if isinstance(self._policy, str):
-            from genenv.agents.models import load_policy
+            from genenv.llm.models import load_policy
 
             self._policy = load_policy(self._policy)
         return self._policy

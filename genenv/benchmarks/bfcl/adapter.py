@@ -53,11 +53,10 @@ from __future__ import annotations
 import copy
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...envs.expert import ExpertTraceError, replay_actions
 from ..base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, Turn, register_benchmark
 from .checker import Verdict, check_ast
 from .data import (
@@ -263,32 +262,20 @@ class BFCLAdapter(BenchmarkAdapter):
         error = "execution_error" if result.startswith(ERROR_PREFIX) else None
         return StepResult(result, output=result, error=error, done=state.steps > MAXIMUM_STEP_LIMIT)
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
-        """The ground truth as the agent's responses (:mod:`.expert`), kept only when the official verdict accepts
-        it; ``None`` for live relevance (no ground truth) and for the few gold answers bfcl-eval itself rejects."""
+    def gold_actions(self, task: Task) -> Iterator[list[str]]:
+        """The ground truth as the agent's responses (:mod:`.expert`), only where the official verdict accepts it;
+        a single-turn answer in each form the verdict accepts (the env may not read every form as a call). None
+        for live relevance (no ground truth) and for the few gold answers bfcl-eval itself rejects."""
         category = _category(task)
         if category in MULTI_TURN:
             turns = multi_turn_actions(task.gold, self.start(task).backends)
-            if turns is None or not self.judge_turns(task, turns).valid:
-                return None
-            actions = [action for turn in turns for action in turn]
+            if turns is not None and self.judge_turns(task, turns).valid:
+                yield [action for turn in turns for action in turn]
         elif "irrelevance" in category:
-            actions = [IRRELEVANT_ANSWER]
-        elif task.gold is None:
-            return None
-        else:
+            yield [IRRELEVANT_ANSWER]
+        elif task.gold is not None:
             candidates = single_turn_actions(task.metadata.get("functions") or [], task.gold, language(category))
-            for action in candidates:
-                if self.judge(task, action).valid:
-                    try:
-                        return replay_actions(self, task, [action])
-                    except ExpertTraceError:  # the env refuses it (not readable as a call): try the next form
-                        continue
-            return None
-        try:
-            return replay_actions(self, task, actions)
-        except ExpertTraceError:
-            return None
+            yield from ([action] for action in candidates if self.judge(task, action).valid)
 
     def next_user_message(self, state: Any, answer: str) -> str | None:
         """The user's next message after a plain-text answer (multi-turn), or ``None`` to end the episode."""

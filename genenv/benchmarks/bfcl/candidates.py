@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from genenv.envs.parsing import ToolCallParseError, parse_tool_calls
+from genenv.toolcalls import ToolCallParseError, parse_tool_calls
 
 from ..base import Trajectory, Turn
 from .checker import PYTHON_TYPES

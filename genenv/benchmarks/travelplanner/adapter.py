@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, ClassVar
 
-from ...envs.expert import replay_actions
 from ..base import (
     BenchmarkAdapter,
     Score,
@@ -307,15 +306,15 @@ class TravelPlannerAdapter(BenchmarkAdapter):
     def tools(self, task: Task) -> list[dict[str, Any]]:
         return copy.deepcopy(TOOL_SCHEMAS) if self.mode == "two-stage" else []
 
-    def expert_messages(self, task: Task) -> list[dict[str, Any]] | None:
+    def gold_actions(self, task: Task) -> list[list[str]]:
         """Sole-planning: the annotated gold plan (train) or the plan found when a generated task was validated, as
-        the final answer in the submission format (a JSON list of day objects). Two-stage: ``None``; which searches
+        the final answer in the submission format (a JSON list of day objects). Two-stage: none; which searches
         gathered a gold plan's facts is not recorded, and a trace that answers without them would teach skipping
         the tools."""
         plan = task.gold.get("plan") if isinstance(task.gold, dict) else None
         if self.mode != "sole-planning" or not plan:
-            return None
-        return replay_actions(self, task, [json.dumps(plan, ensure_ascii=False)])
+            return []
+        return [[json.dumps(plan, ensure_ascii=False)]]
 
     def start(self, task: Task) -> TravelPlannerState:
         return TravelPlannerState(task=task)

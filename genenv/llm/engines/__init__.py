@@ -1,12 +1,12 @@
-"""Rollout engines: who turns token ids into new token ids, behind :data:`~genenv.agents.rollout.GenerateFn`.
+"""Rollout engines: who turns token ids into new token ids, behind :data:`~genenv.llm.generation.GenerateFn`.
 
 One module per engine:
 
-* :mod:`~genenv.agents.engines.hf`: Hugging Face ``generate`` on the policy's own model (always available;
+* :mod:`~genenv.llm.engines.hf`: Hugging Face ``generate`` on the policy's own model (always available;
   the trained weights are the generating weights, nothing to sync);
-* :mod:`~genenv.agents.engines.ctranslate2`: CTranslate2 on CPU (int8 or float32), a converted copy of the
+* :mod:`~genenv.llm.engines.ctranslate2`: CTranslate2 on CPU (int8 or float32), a converted copy of the
   policy's weights, re-synced from the policy when they change;
-* :mod:`~genenv.agents.engines.vllm`: vLLM through TRL's integration, for GRPO rollouts on a GPU.
+* :mod:`~genenv.llm.engines.vllm`: vLLM through TRL's integration, for GRPO rollouts on a GPU.
 
 :func:`resolve_engine` turns a setting (``hf``, ``ctranslate2``, ``vllm`` or ``auto``) into the engine used on
 this machine for a purpose (``"rollout"``: GRPO episodes; ``"generate"``: evaluation and the simulator) and
@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from genenv.agents.generation import SamplingConfig
-    from genenv.agents.rollout import GenerateFn
+from genenv.llm.engines.ctranslate2 import COMPUTE_TYPES, CTranslate2Engine
+from genenv.llm.generation import GenerateFn, SamplingConfig, render_chat
 
-__all__ = ["ENGINES", "COMPUTE_TYPES", "Engine", "build_engine", "resolve_engine"]
+__all__ = ["ENGINES", "COMPUTE_TYPES", "Engine", "build_engine", "engine_chat", "resolve_engine"]
 
 logger = logging.getLogger(__name__)
 
 #: Values of the ``engine`` settings.
 ENGINES = ("auto", "hf", "ctranslate2", "vllm")
-#: CTranslate2 compute types genenv offers (``engine_compute_type``).
-COMPUTE_TYPES = ("int8", "float32")
 
 Purpose = Literal["rollout", "generate"]
 
@@ -115,13 +112,30 @@ def build_engine(
     (GRPO's); ``threads``: CTranslate2 threads (default: torch's).
     """
     if name == "hf":
-        from genenv.agents.engines.hf import HFEngine
+        from genenv.llm.engines.hf import HFEngine
 
         return HFEngine(policy)
     if name == "ctranslate2":
-        from genenv.agents.engines.ctranslate2 import CTranslate2Engine
-
         return CTranslate2Engine(
             policy, compute_type=compute_type, logprob_temperature=logprob_temperature, threads=threads
         )
     raise ValueError(f"no stand-alone engine {name!r} (vllm runs inside TRL's GRPOTrainer)")
+
+
+def engine_chat(
+    engine: Engine,
+    tokenizer: Any,
+    conversations: list[list[dict[str, Any]]],
+    sampling: SamplingConfig,
+    seed: int | None = None,
+) -> list[str]:
+    """:func:`~genenv.llm.generation.generate_chat` through an engine (no constraint): each new text up to its
+    end-of-turn token."""
+    if not conversations:
+        return []
+    prompts = [tokenizer(render_chat(tokenizer, messages), add_special_tokens=False)["input_ids"]
+               for messages in conversations]  # fmt: skip
+    new_ids, _ = engine.generator(sampling, seed=seed)(prompts)
+    eos = tokenizer.eos_token_id
+    cut = [ids[: ids.index(eos)] if eos in ids else ids for ids in new_ids]
+    return [text.strip() for text in tokenizer.batch_decode(cut, skip_special_tokens=True)]

@@ -1,4 +1,4 @@
-"""Tool-call text -> :class:`~genenv.benchmarks.base.ToolCall`, without ever evaluating model text.
+"""Tool calls: :class:`ToolCall`, and tool-call text read into them without ever evaluating model text.
 
 Accepted formats, tried in this order:
 
@@ -22,9 +22,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
-
-from genenv.benchmarks.base import ToolCall
 
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 # Possessive whitespace: the same matches as ``[\[{]\s*\{?\s*"name"\s*:`` without its quadratic backtracking.
@@ -38,6 +37,18 @@ _PY_CALL_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 _APIBANK_CALL_OPEN = re.compile(r"\[(\w++)\(")
 _APIBANK_PARAM = re.compile(r"""(?<!\w)(?:(\w+)\s*=\s*['"](.+?)['"]|(\w+)\s*=\s*(\[.*\])|(\w+)\s*=\s*(\w+))""")
 _MAX_PY_CANDIDATES = 16
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation parsed from model text."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
 
 
 class ToolCallParseError(ValueError):

@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import GenerateFn, TurnCache, hf_generator
+from genenv.llm.generation import GenerateFn, SamplingConfig
+from genenv.llm.turn_cache import TurnCache
 
-__all__ = ["HFEngine", "trl_generator", "warn_if_contended"]
+__all__ = ["HFEngine", "hf_generator", "trl_generator", "warn_if_contended"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,44 @@ def warn_if_contended() -> bool:
     return True
 
 
+def hf_generator(
+    model: Any,
+    tokenizer: Any,
+    sampling: SamplingConfig | None = None,
+    seed: int | None = None,
+    reuse_cache: bool = True,
+) -> GenerateFn:
+    """A :data:`GenerateFn` over ``model.generate``: left padding, greedy or sampled as ``sampling`` says.
+
+    With ``seed`` and sampling, call ``k`` of the generator seeds torch with ``seed + 7919 * k``, so a rollout
+    is reproducible. ``reuse_cache``: a call that continues the previous call's rows (the next turn of the same
+    episodes) reuses its KV cache instead of prefilling the whole history again (:class:`TurnCache`).
+    """
+    sampling = sampling or SamplingConfig()
+    pad_id = tokenizer.pad_token_id
+    turns = TurnCache(pad_id)
+    calls = 0
+
+    @torch.no_grad()
+    def generate(batch: list[list[int]]) -> tuple[list[list[int]], None]:
+        nonlocal calls
+        kwargs: dict[str, Any] = {**sampling.generate_kwargs(), "pad_token_id": pad_id}
+        if sampling.temperature > 0 and seed is not None:
+            torch.manual_seed(seed + 7919 * calls)
+        calls += 1
+        if not reuse_cache:
+            width = max(len(ids) for ids in batch)
+            input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=model.device)
+            mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=model.device)
+            return model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)[:, width:].tolist(), None
+        input_ids, mask, cache = turns.inputs(batch, model)
+        output = model.generate(input_ids=input_ids, attention_mask=mask, past_key_values=cache, **kwargs)
+        return turns.update(batch, output, mask).tolist(), None
+
+    generate.turn_cache = turns  # type: ignore[attr-defined]
+    return generate
+
+
 class HFEngine:
     """``generate`` on ``policy.model`` (read at every call: a trainer may wrap it); nothing to sync."""
 
@@ -86,7 +124,7 @@ class HFEngine:
 
 def trl_generator(trainer: Any, pad_id: int) -> GenerateFn:
     """One turn of GRPO rollouts with the model TRL trains, unwrapped as TRL does for generation; the turns of a
-    generation batch reuse the KV cache of the previous turn (:class:`~genenv.agents.rollout.TurnCache`)."""
+    generation batch reuse the KV cache of the previous turn (:class:`~genenv.llm.turn_cache.TurnCache`)."""
     from trl.models import unwrap_model_for_generation
 
     if trainer.accelerator.device.type == "cpu":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv.agents.rollout import GenerateFn
+from genenv.llm.generation import GenerateFn
 
 __all__ = ["trl_generator"]
 

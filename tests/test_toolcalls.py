@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv.envs.parsing import ToolCallParseError, parse_apibank_call, parse_tool_calls
+from genenv.toolcalls import ToolCallParseError, parse_apibank_call, parse_tool_calls
 
 
 def test_chatml_tagged_calls():

@@ -29,12 +29,14 @@ from typing import Any
 
 import torch
 
-from genenv.agents.generation import SamplingConfig
-from genenv.agents.rollout import GenerateFn
+from genenv.llm.generation import GenerateFn, SamplingConfig
 
-__all__ = ["CTranslate2Engine", "convert_policy", "merged_state_dict"]
+__all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy", "merged_state_dict"]
 
 logger = logging.getLogger(__name__)
+
+#: CTranslate2 compute types genenv offers (``engine_compute_type``).
+COMPUTE_TYPES = ("int8", "float32")
 
 _FORMAT = 1  # bump when the conversion changes, to retire every cached folder
 
@@ -179,12 +181,12 @@ class CTranslate2Engine:
     """Generation with ``ctranslate2.Generator`` on CPU from a converted copy of a policy.
 
     Args:
-        policy: the :class:`~genenv.agents.models.Policy`; its current weights are converted at once.
+        policy: the :class:`~genenv.llm.models.Policy`; its current weights are converted at once.
         compute_type: ``"int8"`` (weights quantized at conversion) or ``"float32"``.
         logprob_temperature: the temperature whose log-probabilities :meth:`generator` reports (see the module
             docstring); sampling at any other temperature stays correct.
         threads: CTranslate2's OpenMP threads (default: ``torch.get_num_threads()``).
-        cache_dir: root of genenv's cache (default: that of :func:`~genenv.agents.models.load_policy`). The first
+        cache_dir: root of genenv's cache (default: that of :func:`~genenv.llm.models.load_policy`). The first
             conversion is cached, except the tiny test model's when no ``cache_dir`` is given (it converts in well
             under a second, and tests build many).
     """
@@ -200,13 +202,11 @@ class CTranslate2Engine:
         threads: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        from genenv.agents.engines import COMPUTE_TYPES
-
         if compute_type not in COMPUTE_TYPES:
             raise ValueError(f"compute_type must be one of {', '.join(COMPUTE_TYPES)}, got {compute_type!r}")
         if logprob_temperature <= 0:
             raise ValueError(f"logprob_temperature must be positive, got {logprob_temperature}")
-        from genenv.agents.models import _default_cache_root
+        from genenv.llm.models import _default_cache_root
 
         self.tokenizer = policy.tokenizer
         self.compute_type = compute_type

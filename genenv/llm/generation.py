@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from genenv.agents.engines import Engine
+#: ``generate(batch_of_token_id_lists) -> (new_ids_per_row, logprobs_per_row or None)``. The new ids may run
+#: past the end-of-turn token (padding); the rollout cuts them at the first one.
+GenerateFn = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
 
 
 @dataclass
@@ -52,7 +53,7 @@ def generate_chat(
     """Continue every conversation by one assistant message; returns the new texts in order.
 
     ``allowed_tokens`` is a ``prefix_allowed_tokens_fn`` constraining each row (see
-    :mod:`genenv.agents.constrained`).
+    :mod:`genenv.llm.constrained`).
     """
     if not conversations:
         return []
@@ -69,21 +70,3 @@ def generate_chat(
     output = model.generate(**batch, **kwargs)
     new_tokens = output[:, batch["input_ids"].shape[1] :]
     return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-
-
-def engine_chat(
-    engine: Engine,
-    tokenizer: Any,
-    conversations: list[list[dict[str, Any]]],
-    sampling: SamplingConfig,
-    seed: int | None = None,
-) -> list[str]:
-    """:func:`generate_chat` through a rollout engine (no constraint): each new text up to its end-of-turn token."""
-    if not conversations:
-        return []
-    prompts = [tokenizer(render_chat(tokenizer, messages), add_special_tokens=False)["input_ids"]
-               for messages in conversations]  # fmt: skip
-    new_ids, _ = engine.generator(sampling, seed=seed)(prompts)
-    eos = tokenizer.eos_token_id
-    cut = [ids[: ids.index(eos)] if eos in ids else ids for ids in new_ids]
-    return [text.strip() for text in tokenizer.batch_decode(cut, skip_special_tokens=True)]

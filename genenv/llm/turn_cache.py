@@ -1,0 +1,88 @@
+"""KV-cache reuse across the turns of a batched multi-turn rollout (Hugging Face ``generate``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["TurnCache"]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    return next((k for k in range(n) if a[k] != b[k]), n)
+
+
+class TurnCache:
+    """The KV cache of one batched ``generate`` call, reused by the next call that continues its rows.
+
+    A rollout's next turn sends every running episode's whole history again: the previous call's input, the part
+    of its output the rollout kept, then new tokens (a tool response, the next assistant header). :meth:`inputs`
+    lays the new batch out as the previous call's token matrix (same left padding, the KV cache's rows of finished
+    episodes dropped, generated tokens the rollout cut masked out) followed by the new tokens, left-padded as a
+    block: ``generate`` then prefills only the new tokens. Positions come from the attention mask, so a token sees
+    the same keys at the same positions as without the cache, and greedy decoding gives the same tokens. A batch
+    that does not continue the previous one (another rollout) starts a fresh cache.
+    """
+
+    def __init__(self, pad_id: int) -> None:
+        self.pad_id = pad_id
+        self.cache: Any = None
+        self.ids: torch.Tensor | None = None  # the previous call's output: its input, then the new tokens
+        self.mask: torch.Tensor | None = None
+        self.input_width = 0  # columns of the previous call's input
+        self.rows: list[tuple[list[int], list[int]]] = []  # per row: the input ids (unpadded), the new ids
+        self.reused_tokens = 0  # prompt tokens not prefilled again, over all calls
+
+    def _plan(self, batch: list[list[int]]) -> list[tuple[int, int]] | None:
+        """For each new row, (previous row, new tokens it kept); ``None`` unless every row continues one."""
+        plan, j = [], 0
+        for ids in batch:
+            while j < len(self.rows):
+                old, new = self.rows[j]
+                if len(ids) > len(old) and ids[: len(old)] == old:
+                    kept = _common_prefix(ids[len(old) :], new)
+                    if len(old) + kept < len(ids):
+                        plan.append((j, kept))
+                        j += 1
+                        break
+                j += 1
+            else:
+                return None
+        return plan
+
+    def inputs(self, batch: list[list[int]], model: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """``input_ids``, ``attention_mask`` and the cache to hand ``generate`` for ``batch``."""
+        from transformers import DynamicCache
+
+        device = model.device
+        plan = self._plan(batch) if self.cache is not None else None
+        if plan is None:
+            width = max(len(ids) for ids in batch)
+            ids = torch.tensor([[self.pad_id] * (width - len(row)) + row for row in batch], device=device)
+            mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in batch], device=device)
+            self.cache = DynamicCache(config=model.config)
+            return ids, mask, self.cache
+        keep = [j for j, _ in plan]
+        if keep != list(range(len(self.rows))):
+            self.cache.batch_select_indices(torch.tensor(keep, device=device))
+        old_ids, old_mask = self.ids[keep], self.mask[keep].clone()
+        start = self.input_width  # first column of the previous call's new tokens
+        tails = []
+        for r, ((j, kept), row) in enumerate(zip(plan, batch)):
+            old_mask[r, start + kept :] = 0
+            tails.append(row[len(self.rows[j][0]) + kept :])
+            self.reused_tokens += len(self.rows[j][0]) + kept
+        width = max(len(tail) for tail in tails)
+        tail_ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=device)
+        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
+        return torch.cat([old_ids, tail_ids], 1), torch.cat([old_mask, tail_mask], 1), self.cache
+
+    def update(self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Record a call's output (its ``input_ids`` then the new tokens); returns the new tokens."""
+        new = output[:, mask.shape[1] :]
+        self.ids, self.input_width = output, mask.shape[1]
+        self.mask = torch.cat([mask, torch.ones_like(new)], 1)
+        self.rows = [(list(ids), row) for ids, row in zip(batch, new.tolist())]
+        return new
