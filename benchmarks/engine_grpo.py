@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
@@ -34,7 +33,7 @@ from genenv.evaluate import evaluate
 from genenv.learning_curve import bootstrap_interval, paired_difference
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
-from genenv.machine import peak_rss_mb
+from genenv.machine import peak_rss_mb, uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
-from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.benchmarks.base import get_benchmark
 from genenv.llm.models import load_policy
+from genenv.machine import uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

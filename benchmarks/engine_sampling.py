@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from engine_grpo import LEVEL0, agent_config, fixed_tasks  # benchmarks/ is on sys.path
-from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentTrainer
 from genenv.agents.rollout import play_episodes
@@ -35,6 +34,7 @@ from genenv.learning_curve import bootstrap_interval
 from genenv.llm.engines import hf as hf_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
+from genenv.machine import uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 8  # episodes of each task per generation batch (32 episodes a batch)

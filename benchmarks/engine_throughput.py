@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 import torch
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.rollout import few_shot_conversation, shown_exchanges
 from genenv.benchmarks.base import get_benchmark
@@ -39,7 +38,7 @@ from genenv.llm.engines.ctranslate2 import CTranslate2Engine
 from genenv.llm.engines.hf import hf_generator
 from genenv.llm.generation import SamplingConfig, render_chat
 from genenv.llm.models import load_policy
-from genenv.machine import peak_rss_mb
+from genenv.machine import peak_rss_mb, uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PROMPTS = "reasoning_gym:train"

@@ -21,13 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from engine_grpo import fixed_tasks
-from machine_load import uptime
 
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.benchmarks.base import get_benchmark
 from genenv.config import model_few_shot
 from genenv.llm.models import load_policy
-from genenv.machine import peak_rss_mb
+from genenv.machine import peak_rss_mb, uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ["basic_arithmetic@0-4", "chain_sum@0-4", "products@0-4"]  # the curriculum experiment's ladder

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from machine_load import uptime  # benchmarks/ is on sys.path
+from genenv.machine import uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETTINGS = {

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import curriculum_experiment as experiment  # benchmarks/ is on sys.path
 import numpy as np
-from machine_load import uptime
 from simulator_validity import compose_setup
 
 from genenv.coevolution import POOL_STREAM
+from genenv.machine import uptime
 
 
 def main() -> None:

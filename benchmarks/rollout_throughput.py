@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import torch
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.agent import Agent
 from genenv.agents.rollout import play_envs
@@ -31,7 +30,7 @@ from genenv.envs.tool_env import ToolEnv
 from genenv.llm.engines import build_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
-from genenv.machine import peak_rss_mb
+from genenv.machine import peak_rss_mb, uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

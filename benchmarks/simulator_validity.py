@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 from hydra import compose, initialize_config_dir
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
 from genenv.coevolution import GenEnvConfig
 from genenv.config import CONFIG_DIR
 from genenv.llm.models import Policy, load_policy
+from genenv.machine import uptime
 from genenv.train import genenv_config
 
 

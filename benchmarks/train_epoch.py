@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.coevolution import CoEvolutionTrainer
 from genenv.config import CONFIG_DIR
-from genenv.machine import peak_rss_mb
+from genenv.machine import peak_rss_mb, uptime
 from genenv.train import genenv_config
 
 RESULTS = Path(__file__).resolve().parent / "results"

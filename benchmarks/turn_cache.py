@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-from machine_load import uptime  # benchmarks/ is on sys.path
 
 from genenv.agents.rollout import play_envs
 from genenv.benchmarks.base import get_benchmark
@@ -29,6 +28,7 @@ from genenv.envs.tool_env import ToolEnv
 from genenv.llm.engines.hf import hf_generator
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
+from genenv.machine import uptime
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import subprocess
 
 
 def peak_rss_mb(children: bool = False) -> float:
@@ -19,3 +20,9 @@ def peak_rss_mb(children: bool = False) -> float:
 def load_average() -> list[float] | None:
     """The 1, 5 and 15 minute load averages (None where the platform has none)."""
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+def uptime() -> str:
+    """``uptime``'s line: the time and the 1, 5 and 15 minute load averages (the benchmark scripts record it before
+    and after every timing)."""
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
