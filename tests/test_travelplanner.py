@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from datetime import date
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import data_dir
+from conftest import data_dir, load_benchmark
 
 from genenv.benchmarks.base import Task, ToolCall, Trajectory
 from genenv.benchmarks.travelplanner import TravelPlannerAdapter
-from genenv.benchmarks.travelplanner.evaluation import evaluate_plan, total_cost
+from genenv.benchmarks.travelplanner.evaluation import COMMONSENSE, HARD, evaluate_plan, total_cost
 from genenv.benchmarks.travelplanner.plan import PlanFormatError, parse_plan
 from genenv.benchmarks.travelplanner.query import level_of, parse_query
 from genenv.benchmarks.travelplanner.tools import MAX_NOTEBOOK_CHARS, MAX_NOTEBOOK_ENTRIES
+
+OFFICIAL_DIR = os.environ.get("TRAVELPLANNER_OFFICIAL_DIR")
 
 
 @pytest.fixture(scope="module")
@@ -131,20 +135,19 @@ def test_malformed_plans_score_zero_with_a_reason(adapter, train, text):
 
 def test_plan_formats(train):
     gold = train[0].gold["plan"]
-    assert parse_plan(json.dumps(gold)) == gold
-    assert parse_plan(f"Here is the plan:\n```python\n{gold!r}\n```") == gold
-    assert parse_plan(json.dumps({"plan": gold})) == gold
+    assert parse_plan(json.dumps(gold), 3) == gold[:3]  # the annotated plan is padded with {} to 7 entries
+    assert parse_plan(f"Here is the plan:\n```python\n{gold!r}\n```", 3) == gold[:3]
+    assert parse_plan(json.dumps({"plan": gold}), 3) == gold[:3]
     text = (
         "Day 1:\nCurrent City: from A to B\nTransportation: Taxi, from A to B\nBreakfast: -\nAttraction: -\n"
         "Lunch: -\nDinner: X, B\nAccommodation: Y, B\n\nDay 2:\nCurrent City: from B to A\nTransportation: -\n"
     )
-    assert parse_plan(text) == [
-        {"days": 1, "current_city": "from A to B", "transportation": "Taxi, from A to B", "breakfast": "-",
-         "attraction": "-", "lunch": "-", "dinner": "X, B", "accommodation": "Y, B"},
-        {"days": 2, "current_city": "from B to A", "transportation": "-"},
-    ]  # fmt: skip
+    first = {"days": 1, "current_city": "from A to B", "transportation": "Taxi, from A to B", "breakfast": "-",
+             "attraction": "-", "lunch": "-", "dinner": "X, B", "accommodation": "Y, B"}  # fmt: skip
+    assert parse_plan(text, 2) == [first, {"days": 2, "current_city": "from B to A", "transportation": "-"}]
+    assert parse_plan(text, 1) == [first]  # a day block beyond the trip is ignored
     with pytest.raises(PlanFormatError, match="day 2"):
-        parse_plan('[{"days": 1}, "day two"]')
+        parse_plan('[{"days": 1}, "day two"]', 3)  # within the trip's days: upstream raises on it
 
 
 @pytest.mark.parametrize(
@@ -162,13 +165,112 @@ def test_plan_formats(train):
 def test_parse_plan_refuses_hostile_text(text):
     # once quadratic; what they cost is measured in benchmarks/step_fuzz.py, not asserted here
     with pytest.raises(PlanFormatError):
-        parse_plan(text)
+        parse_plan(text, 7)
 
 
 def test_plan_found_among_other_brackets(train):
     gold = train[0].gold["plan"]
-    assert parse_plan(f"Note [1]: here's my plan {gold!r} and [x] {{y}}") == gold
-    assert parse_plan(f"[draft, {gold!r}]") == gold  # a plan nested in a span that is not a literal
+    assert parse_plan(f"Note [1]: here's my plan {gold!r} and [x] {{y}}", 3) == gold[:3]
+    assert parse_plan(f"[draft, {gold!r}]", 3) == gold[:3]  # a plan nested in a span that is not a literal
+
+
+# -- plans with more or fewer entries than the trip has days ------------------------------------
+
+
+def day_count_answers(gold: list[dict], days: int) -> dict[str, list]:
+    """Plans built from the first ``days`` entries of a gold plan (the annotated plans are padded with ``{}`` to 7
+    entries): exactly the days, one day short, and the days followed by entries the official evaluation never reads."""
+    trip = gold[:days]
+    return {
+        "exactly_days": trip,
+        "fewer_days": trip[:-1],
+        "trailing_null": [*trip, None],
+        "trailing_string": [*trip, "Have a wonderful trip!"],
+        "trailing_list": [*trip, []],
+        "61_empty": [*trip, *[{}] * (61 - days)],
+        "61_copies": [trip[i % days] for i in range(61)],
+        "80_empty": [*trip, *[{}] * (80 - days)],
+        "80_copies": [trip[i % days] for i in range(80)],
+        "100000_null": [*trip, *[None] * (100_000 - days)],
+    }
+
+
+T, F, N = True, False, None
+OFFICIAL_COMMONSENSE_KEYS = (
+    "is_reasonable_visiting_city", "is_valid_restaurants", "is_valid_attractions", "is_valid_accommodation",
+    "is_valid_transportation", "is_valid_information_in_current_city", "is_valid_information_in_sandbox",
+    "is_not_absent",
+)  # fmt: skip
+OFFICIAL_HARD_KEYS = ("valid_cuisine", "valid_room_rule", "valid_transportation", "valid_room_type", "valid_cost")
+# (train index, case) -> the official verdicts: (delivered, commonsense values in OFFICIAL_COMMONSENSE_KEYS order,
+# hard values in OFFICIAL_HARD_KEYS order or None where eval.py does not run them, eval.py's final pass), for train-01
+# (easy, 3 days, budget only) and train-45 (hard, 7 days, house rule + cuisine + transportation). Obtained by running
+# OSU-NLP-Group/TravelPlanner da7c1d41d51bf1d6e8592099bc109c9368b2dfe4 (`git archive da7c1d4 evaluation tools utils
+# | tar x -C DIR`, the train flights subset as its flights table) on each plan with the query genenv parsed, through
+# benchmarks/travelplanner_official_runner.py; `TRAVELPLANNER_OFFICIAL_DIR=DIR pytest tests/test_travelplanner.py
+# -k official_code -p no:xdist` runs it again and asserts this table.
+OFFICIAL_DAY_COUNT_VERDICTS = {
+    (0, "exactly_days"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "fewer_days"): (T, (F, T, T, T, T, T, T, F), None, F),
+    (0, "trailing_null"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "trailing_string"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "trailing_list"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "61_empty"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "61_copies"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "80_empty"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "80_copies"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (0, "100000_null"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
+    (44, "exactly_days"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "fewer_days"): (T, (F, T, T, T, T, T, T, F), None, F),
+    (44, "trailing_null"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "trailing_string"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "trailing_list"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "61_empty"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "61_copies"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "80_empty"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "80_copies"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+    (44, "100000_null"): (T, (T, T, T, T, T, T, T, T), (T, T, T, N, T), T),
+}
+
+
+@pytest.mark.parametrize(("index", "case"), list(OFFICIAL_DAY_COUNT_VERDICTS))
+def test_entries_beyond_the_days_are_ignored_as_upstream_ignores_them(adapter, train, index, case):
+    task = train[index]
+    plan = day_count_answers(task.gold["plan"], task.gold["query"]["days"])[case]
+    delivered, commonsense, hard, final = OFFICIAL_DAY_COUNT_VERDICTS[index, case]
+    expected = {COMMONSENSE[key]: value for key, value in zip(OFFICIAL_COMMONSENSE_KEYS, commonsense)}
+    if hard is not None:
+        expected |= {HARD[key]: value for key, value in zip(OFFICIAL_HARD_KEYS, hard)}
+    breakdown = adapter.score(task, answer(plan)).breakdown
+    assert (breakdown["delivered"], breakdown["checks"], breakdown["final_pass"]) == (delivered, expected, final)
+
+
+@pytest.mark.skipif(not OFFICIAL_DIR, reason="TRAVELPLANNER_OFFICIAL_DIR (the official code, da7c1d4) is not set")
+def test_recorded_day_count_verdicts_match_the_official_code(train):
+    parity = load_benchmark("travelplanner_parity")
+    official = Path(OFFICIAL_DIR).resolve()
+    parity.prepare_official_dir(official, data_dir("travelplanner").parent)
+    keys = list(OFFICIAL_DAY_COUNT_VERDICTS)
+    plans = [day_count_answers(train[i].gold["plan"], train[i].gold["query"]["days"])[case] for i, case in keys]
+    verdicts, _ = parity.run_official(
+        official, [{"query": train[i].gold["query"], "plan": p} for (i, _), p in zip(keys, plans)], False
+    )
+    for key, verdict in zip(keys, verdicts):
+        commonsense = tuple(verdict["commonsense"][k][0] for k in OFFICIAL_COMMONSENSE_KEYS)
+        hard = tuple(verdict["hard"][k][0] for k in OFFICIAL_HARD_KEYS) if "hard" in verdict else None
+        recorded = (verdict["delivered"], commonsense, hard, parity.official_final(verdict))
+        assert recorded == OFFICIAL_DAY_COUNT_VERDICTS[key], key
+
+
+def test_entries_beyond_the_days_are_never_looked_at(train):
+    class Sealed(list):
+        """A hostile 100,000-entry plan whose iteration fails: only its first days may be read."""
+
+        def __iter__(self):
+            raise AssertionError("the whole plan was iterated")
+
+    trip = train[0].gold["plan"][:3]
+    assert parse_plan(Sealed([*trip, *[None] * 99_997]), 3) == trip
 
 
 def test_aggregate_is_the_official_arithmetic(adapter, train):

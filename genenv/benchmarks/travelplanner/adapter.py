@@ -332,7 +332,8 @@ class TravelPlannerAdapter(BenchmarkAdapter):
         query = task.gold["query"]
         base = {"level": task.metadata.get("level", query.get("level")), "days": query.get("days")}
         try:
-            plan = parse_plan(trajectory.final_answer) if trajectory.final_answer is not None else None
+            answer = trajectory.final_answer
+            plan = parse_plan(answer, int(query["days"])) if answer is not None else None
             error = None if plan is not None else "no final answer: the episode ended without a plan"
         except PlanFormatError as exc:
             plan, error = None, f"malformed plan: {exc}"

@@ -14,6 +14,13 @@ Accepted, tried in this order (model text is never evaluated as code):
 
    (the official pipeline turns such text into JSON with GPT-4; here a fixed rule does it).
 
+The plan is read as the official evaluation reads it (``eval.py`` delivers any non-empty plan and
+every check iterates ``range(min(days, len(plan)))``): only the first ``days`` entries are kept
+and must be day objects; whatever follows them (``null``, a closing sentence, ``[]``, any number of
+further entries) is ignored, neither checked nor copied. A list is taken as the plan when one of its
+first ``days`` entries is a day object. Fewer entries than ``days`` are kept as given (the checks
+then fail "Complete Information").
+
 Anything else raises :class:`PlanFormatError` with the reason; the plan then counts as not
 delivered.
 """
@@ -23,10 +30,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any
+from itertools import islice
+from typing import Any, TypeGuard
 
 PLAN_KEYS = ("days", "current_city", "transportation", "breakfast", "attraction", "lunch", "dinner", "accommodation")
-MAX_PLAN_DAYS = 60
 _TEXT_FIELDS = {
     "current city": "current_city",
     "transportation": "transportation",
@@ -56,25 +63,26 @@ class PlanFormatError(ValueError):
     """The answer holds no plan in a readable format."""
 
 
-def parse_plan(text: Any) -> list[dict[str, Any]]:
-    """The plan in ``text`` as a list of day dicts; raises :class:`PlanFormatError` with the reason."""
+def parse_plan(text: Any, days: int) -> list[dict[str, Any]]:
+    """The first ``days`` day dicts of the plan in ``text`` (a query of ``days`` days); raises
+    :class:`PlanFormatError` with the reason."""
     if isinstance(text, list):
-        return _validate(text)
+        return _first_days(text, days)
     if not isinstance(text, str) or not text.strip():
         raise PlanFormatError("the answer is empty: no plan was given")
-    value = _literal_plan(text)
+    value = _literal_plan(text, days)
     if value is not None:
-        return _validate(value)
-    days = _text_plan(text)
-    if days:
-        return _validate(days)
+        return _first_days(value, days)
+    plan = _text_plan(text)
+    if plan:
+        return _first_days(plan, days)
     raise PlanFormatError(
         "no plan found: answer with a JSON list of day objects "
         f"({', '.join(PLAN_KEYS)}) or the 'Day 1:' / 'Current City: ...' text format"
     )
 
 
-def _literal_plan(text: str) -> Any:
+def _literal_plan(text: str, days: int) -> Any:
     """The first JSON/Python-literal list (or {"plan": [...]}) found in ``text``, or ``None``.
 
     Bounded: at most :data:`_MAX_CANDIDATES` start brackets; a Python span is parsed once (its
@@ -82,8 +90,8 @@ def _literal_plan(text: str) -> Any:
     most :data:`_PARSE_BUDGET` times the text.
     """
     decoder = json.JSONDecoder()
-    starts = [m.start() for m in re.finditer(r"[\[{]", text)][:_MAX_CANDIDATES]
-    matching = _matching_brackets(text)
+    starts = [m.start() for m in islice(re.finditer(r"[\[{]", text), _MAX_CANDIDATES)]
+    matching: dict[int, int] | None = None
     budget = _PARSE_BUDGET * len(text)
     searched_until = -1
     for start in starts:
@@ -92,6 +100,8 @@ def _literal_plan(text: str) -> Any:
         except (ValueError, RecursionError):
             if start < searched_until:
                 continue  # inside a span whose syntax tree was already searched
+            if matching is None:
+                matching = _matching_brackets(text)
             for end in _candidate_ends(text, start, matching):
                 if end - start > budget:
                     continue
@@ -99,11 +109,11 @@ def _literal_plan(text: str) -> Any:
                 tree = _python_tree(text[start:end])
                 if tree is not None:
                     searched_until = end
-                    value = _plan_in_tree(tree)
+                    value = _plan_in_tree(tree, days)
                     break
             else:
                 value = None
-        plan = _unwrap(value)
+        plan = _unwrap(value, days)
         if plan is not None:
             return plan
     return None
@@ -143,37 +153,38 @@ def _python_tree(source: str) -> ast.expr | None:
         return None
 
 
-def _plan_in_tree(tree: ast.expr) -> Any:
-    """The first (outermost) literal list in ``tree`` that is a plan, read with ``literal_eval``."""
+def _plan_in_tree(tree: ast.expr, days: int) -> list[Any] | None:
+    """The first ``days`` entries of the first (outermost) list in ``tree`` that is a plan, or of the ``"plan"``
+    list of a dict, read with ``literal_eval``; later entries are neither read nor required to be literals."""
     for node in ast.walk(tree):
-        if not _may_be_plan(node):
+        if isinstance(node, ast.Dict):
+            plans = [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "plan"]
+            node = plans[-1] if plans else node
+        if not _may_be_plan(node, days):
             continue
         try:
-            value = ast.literal_eval(node)
+            return [ast.literal_eval(element) for element in node.elts[:days]]
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             continue
-        if _unwrap(value) is not None:
-            return value
     return None
 
 
-def _may_be_plan(node: ast.AST) -> bool:
-    """A list holding a dict with a plan key, or a dict with a ``"plan"`` key (checked before reading)."""
-    if isinstance(node, ast.Dict):
-        return any(isinstance(key, ast.Constant) and key.value == "plan" for key in node.keys)
-    if isinstance(node, ast.List):
-        return any(
-            isinstance(element, ast.Dict)
-            and any(isinstance(key, ast.Constant) and key.value in PLAN_KEYS for key in element.keys)
-            for element in node.elts
-        )
-    return False
+def _may_be_plan(node: ast.AST, days: int) -> TypeGuard[ast.List]:
+    """A list whose first ``days`` elements hold a dict with a plan key (checked before reading)."""
+    return isinstance(node, ast.List) and any(
+        isinstance(element, ast.Dict)
+        and any(isinstance(key, ast.Constant) and key.value in PLAN_KEYS for key in element.keys)
+        for element in node.elts[:days]
+    )
 
 
-def _unwrap(value: Any) -> Any:
+def _unwrap(value: Any, days: int) -> Any:
+    """``value`` (or its ``"plan"``) when it is a list with a day object among its first ``days`` entries."""
     if isinstance(value, dict) and isinstance(value.get("plan"), list):
         value = value["plan"]
-    if isinstance(value, list) and any(isinstance(day, dict) and any(key in day for key in PLAN_KEYS) for day in value):
+    if isinstance(value, list) and any(
+        isinstance(day, dict) and any(key in day for key in PLAN_KEYS) for day in value[:days]
+    ):
         return value
     return None
 
@@ -192,12 +203,12 @@ def _text_plan(text: str) -> list[dict[str, Any]]:
     return [day for day in days if len(day) > 1]
 
 
-def _validate(plan: Any) -> list[dict[str, Any]]:
+def _first_days(plan: Any, days: int) -> list[dict[str, Any]]:
+    """The first ``days`` entries of a non-empty list, each a day object; later entries are not looked at."""
     if not isinstance(plan, list) or not plan:
         raise PlanFormatError("the plan must be a non-empty list of day objects")
-    if len(plan) > MAX_PLAN_DAYS:
-        raise PlanFormatError(f"the plan has {len(plan)} days; at most {MAX_PLAN_DAYS} are read")
-    for index, day in enumerate(plan):
+    read = plan[:days]
+    for index, day in enumerate(read):
         if not isinstance(day, dict):
             raise PlanFormatError(f"day {index + 1} of the plan is a {type(day).__name__}, not an object")
-    return plan
+    return read
