@@ -7,10 +7,11 @@
     python benchmarks/agent_update_probe.py report NAME [NAME ...] --testbed reasoning_gym --output FILE.md
 
 A probe is ``python -m genenv.train`` with the testbed's overrides (``curriculum_experiment.TESTBEDS``),
-``coevolution.epochs=EPOCHS`` and ``--set`` on top, in ``runs/agent_update_probe/<NAME>``, started from the copy of
-the seed's warm-start checkpoint that the experiment's runs share (``runs/curriculum_experiment/<testbed>/
-warm-start-s<S>``). So it begins from the very agent the experiment's runs of that seed begin from, and it meets
-the same first tasks (the seeds are the same): its held-out score at each stage is paired, item by item, with
+``coevolution.epochs=EPOCHS`` and ``--set`` on top, in ``$GENENV_STATE_DIR/agent_update_probe/<NAME>``, started from
+the copy of the seed's warm-start checkpoint that the experiment's runs share
+(``$GENENV_STATE_DIR/curriculum_experiment/runs/<testbed>/warm-start-s<S>``). So it begins from the very agent the
+experiment's runs of that seed begin from, and it meets the same first tasks (the seeds are the same): its held-out
+score at each stage is paired, item by item, with
 the experiment's run of the same curriculum and seed. ``report`` gives per stage the held-out score, the items
 that went up and down against the warm start, the paired difference from the experiment's run (with its
 standard error over items), and how far the agent's LoRA update ``B @ A`` moved from the warm start's (the
@@ -35,7 +36,7 @@ from safetensors.torch import load_file
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from curriculum_experiment import (  # noqa: E402
     RESULTS,
-    ROOT,
+    STATE,
     TESTBEDS,
     command,
     run_name,
@@ -46,9 +47,10 @@ from curriculum_experiment import (  # noqa: E402
 
 from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics  # noqa: E402
 from genenv.experiment import load_experiment  # noqa: E402
+from genenv.run_archive import state_dir  # noqa: E402
 
-PROBES = ROOT / "runs" / "agent_update_probe"
-EXPERIMENT_RUNS = ROOT / "runs" / "curriculum_experiment"
+PROBES = state_dir() / "agent_update_probe"
+EXPERIMENT_RUNS = STATE / "runs"
 
 
 def start(args: argparse.Namespace) -> int:

@@ -6,18 +6,20 @@
     python benchmarks/curriculum_experiment.py report reasoning_gym
 
 Each run is ``python -m genenv.train`` with the testbed's settings, ``curriculum=C`` and every seed set to S, in
-``runs/curriculum_experiment/<testbed>/<C>-s<S>``. A run that was interrupted is continued with ``resume=true``, before
-any run that has not begun; a finished one (its last epoch in ``metrics.jsonl``) is skipped, so the same command
-continues an experiment at any later time, in any session. After each run ends its ``metrics.jsonl`` is copied to
-``benchmarks/results/curriculum_experiment/<testbed>/runs/`` and ``report.md`` and the figures are rebuilt there
-(``genenv.experiment``); ``--commit`` also commits that folder. ``--set KEY=VALUE ...`` adds Hydra overrides to every
-run (e.g. ``--set coevolution.epochs=4`` to fit a smaller budget; each run's records say what ran).
+``<state>/curriculum_experiment/runs/<testbed>/<C>-s<S>``; ``<state>`` is the run-state folder outside the repository
+(``$GENENV_STATE_DIR``, by default ``~/.cache/genenv/state``: :func:`genenv.run_archive.state_dir`). A run that was
+interrupted is continued with ``resume=true``, before any run that has not begun; a finished one (its last epoch in
+``metrics.jsonl``) is skipped, so the same command continues an experiment at any later time, on any machine. After
+each run ends its ``metrics.jsonl`` is copied to ``benchmarks/results/curriculum_experiment/<testbed>/runs/`` and
+``report.md`` and the figures are rebuilt there (``genenv.experiment``); ``--commit`` also commits that folder.
+``--set KEY=VALUE ...`` adds Hydra overrides to every run (e.g. ``--set coevolution.epochs=4`` to fit a smaller
+budget; each run's records say what ran).
 
 The curricula of one seed share one warm start: the first run of seed S to finish its warm start leaves a copy in
-``runs/curriculum_experiment/<testbed>/warm-start-s<S>`` (with the run's settings), and every later run of that seed
-with the same settings but its curriculum starts from that copy instead of redoing it. The warm start does not depend
-on the curriculum (it comes before anything the curriculum changes), so the runs are paired from the same agent and
-each saves the warm start and two held-out scorings. Epoch 0's record of such a run names the run it came from
+``<state>/curriculum_experiment/runs/<testbed>/warm-start-s<S>`` (with the run's settings), and every later run of
+that seed with the same settings but its curriculum starts from that copy instead of redoing it. The warm start does
+not depend on the curriculum (it comes before anything the curriculum changes), so the runs are paired from the same
+agent and each saves the warm start and two held-out scorings. Epoch 0's record of such a run names the run it came from
 (``warm_start_shared_from``) and counts 0 seconds for it; ``save`` packs the copies with the runs. A run waits while
 a running run of its seed still makes that warm start (runs of other seeds start meanwhile).
 
@@ -29,6 +31,12 @@ the pool's size (``share_pool``; the run folders of other testbeds are unpacked 
 driver copies the draft and the trainer reads from it the batches its pool needs, writing only those it lacks (an
 offline pool is about 3 hours of one core, a static one about half an hour). A run waits while the static or
 offline run of its seed it could start from is still writing its pool. The driver's log names the source.
+
+``save`` packs every unfinished run (and shared warm start) as of its last complete epoch into
+``<state>/curriculum_experiment/archives/<testbed>/<run>.tar.xz`` (:mod:`genenv.run_archive`), and ``run`` unpacks an
+archive whose run folder holds nothing yet. To continue an experiment on another machine, copy the archives folder
+(or the whole state folder) to the same place there (or to where ``GENENV_STATE_DIR`` points) and ``run`` again. Run
+state is never committed: only the metrics copies, the report and the figures are.
 
 A run whose folder a live trainer already holds (another driver's, or one a stopped driver left running) is never
 started twice: it counts against ``--jobs`` until it ends, and the driver continues it if it ended unfinished. So a
@@ -53,12 +61,15 @@ from omegaconf import OmegaConf
 from genenv.coevolution import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, GenEnvConfig, read_metrics
 from genenv.config import CONFIG_DIR
 from genenv.experiment import load_experiment, plot_experiment, report
-from genenv.run_archive import holds_run, pack_run, unpack_run
+from genenv.run_archive import holds_run, pack_run, state_dir, unpack_run
 from genenv.run_lock import RunLock
 from genenv.train import genenv_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "curriculum_experiment"
+#: the experiment's run state, outside the repository: run folders (``runs/``) and archives of unfinished runs
+#: (``archives/``)
+STATE = state_dir() / "curriculum_experiment"
 CURRICULA = ("genenv", "random", "static", "offline")
 POOL_CURRICULA = ("static", "offline")  # the curricula whose tasks come from one pool written before training
 #: what a pool's batches do not depend on (:func:`pool_settings`)
@@ -66,7 +77,6 @@ POOL_INDEPENDENT_KEYS = (
     "run_dir", "resume", "curriculum", "coevolution.offline_multiplier", "coevolution.static_pool_size",
     "coevolution.epochs", "coevolution.tasks_per_epoch", "coevolution.generation_rounds",
 )  # fmt: skip
-STATE = "state"  # <results>/<testbed>/state/<run>.tar.xz: unfinished runs, to continue on another machine
 #: <runs>/<testbed>/warm-start-s<S>: the warm-start checkpoint the curricula of seed S share (laid out as a run folder
 #: holding only that checkpoint, so that ``save`` packs it and ``run`` unpacks it as it does the runs)
 SHARED_WARM_START = "warm-start-s{seed}"
@@ -416,9 +426,10 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     return out
 
 
-def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None:
-    """Pack every unfinished run as of its last complete epoch; a finished run keeps only its metrics copy."""
-    out = results_root / testbed / STATE
+def save(testbed: str, runs_root: Path, results_root: Path, archives_root: Path, epochs: int) -> None:
+    """Pack every unfinished run as of its last complete epoch into ``archives_root``; a finished run keeps only its
+    metrics copy in ``results_root``."""
+    out = archives_root / testbed
     copy_metrics(testbed, runs_root, results_root)  # raises before any archive is deleted if git ignores them
     for run_dir in sorted(d for d in (runs_root / testbed).glob("*") if d.is_dir() and d.suffix != UNFINISHED_COPY):
         archive = out / f"{run_dir.name}.tar.xz"
@@ -430,21 +441,21 @@ def save(testbed: str, runs_root: Path, results_root: Path, epochs: int) -> None
         print(f"{run_dir.name}: {at} -> {archive} ({archive.stat().st_size / 2**20:.1f} MiB)", flush=True)
 
 
-def restore(run_dir: Path, results_root: Path, testbed: str) -> None:
+def restore(run_dir: Path, archives_root: Path, testbed: str) -> None:
     """Unpack the run's (or shared warm start's) archive when its folder holds no run (a new machine)."""
-    archive = results_root / testbed / STATE / f"{run_dir.name}.tar.xz"
+    archive = archives_root / testbed / f"{run_dir.name}.tar.xz"
     if archive.exists() and not holds_run(run_dir):
         unpack_run(archive, run_dir)
         print(f"{run_dir.name}: unpacked {archive}", flush=True)
 
 
-def restore_pools_elsewhere(testbed: str, seeds: list[int], runs_root: Path, results_root: Path) -> None:
+def restore_pools_elsewhere(testbed: str, seeds: list[int], runs_root: Path, archives_root: Path) -> None:
     """Unpack the archived static and offline runs of ``seeds`` in the other testbeds, whose pool drafts
     :func:`share_pool` may give this testbed's runs (a folder that holds a run already is left as it is)."""
     for curriculum, seed in itertools.product(POOL_CURRICULA, seeds):
-        for archive in sorted(results_root.glob(f"*/{STATE}/{run_name(curriculum, seed)}.tar.xz")):
-            if (other := archive.parent.parent.name) != testbed:
-                restore(runs_root / other / run_name(curriculum, seed), results_root, other)
+        for archive in sorted(archives_root.glob(f"*/{run_name(curriculum, seed)}.tar.xz")):
+            if (other := archive.parent.name) != testbed:
+                restore(runs_root / other / run_name(curriculum, seed), archives_root, other)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -453,11 +464,11 @@ def run(args: argparse.Namespace) -> None:
     root = args.runs_root / args.testbed
     root.mkdir(parents=True, exist_ok=True)
     for curriculum, seed in itertools.product(args.curricula, args.seeds):
-        restore(root / run_name(curriculum, seed), args.results_root, args.testbed)
+        restore(root / run_name(curriculum, seed), args.archives_root, args.testbed)
     if any(c in POOL_CURRICULA for c in args.curricula):
-        restore_pools_elsewhere(args.testbed, args.seeds, args.runs_root, args.results_root)
+        restore_pools_elsewhere(args.testbed, args.seeds, args.runs_root, args.archives_root)
     for seed in args.seeds:
-        restore(shared_warm_start(root, seed), args.results_root, args.testbed)
+        restore(shared_warm_start(root, seed), args.archives_root, args.testbed)
         for curriculum in CURRICULA:
             keep_warm_start(root / run_name(curriculum, seed), seed)
     copies = args.results_root / args.testbed / "runs"
@@ -511,7 +522,13 @@ def main() -> None:
     for name in ("run", "report", "save"):
         sub = commands.add_parser(name)
         sub.add_argument("testbed", choices=sorted(TESTBEDS))
-        sub.add_argument("--runs-root", type=Path, default=ROOT / "runs" / "curriculum_experiment")
+        sub.add_argument("--runs-root", type=Path, default=STATE / "runs", help="run folders (default: %(default)s)")
+        sub.add_argument(
+            "--archives-root",
+            type=Path,
+            default=STATE / "archives",
+            help="archives of unfinished runs, to copy between machines (default: %(default)s)",
+        )
         sub.add_argument("--results-root", type=Path, default=RESULTS)
         sub.add_argument("--commit", action="store_true", help="commit the results folder after each finished run")
         if name in ("run", "save"):
@@ -530,7 +547,8 @@ def main() -> None:
             sub.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
     args = parser.parse_args()
     if args.action == "save":
-        save(args.testbed, args.runs_root, args.results_root, epochs_of(TESTBEDS[args.testbed] + args.overrides))
+        epochs = epochs_of(TESTBEDS[args.testbed] + args.overrides)
+        save(args.testbed, args.runs_root, args.results_root, args.archives_root, epochs)
     if args.action == "run":
         run(args)
     print(rebuild(args.testbed, args.runs_root, args.results_root, args.commit) / "report.md")

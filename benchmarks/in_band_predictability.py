@@ -9,7 +9,8 @@ the in-band share of the top quarter and top half of the tasks, what a simulator
 played. Predictors: the family key (its in-band share in the other runs, as a curriculum that aims keys can at best
 know it) and the key plus the expression's features (ridge logistic regression). Intervals: 95% bootstrap over tasks.
 
-    python benchmarks/in_band_predictability.py runs/curriculum_experiment/reasoning_gym_expressions_t10/*-s?
+    RUNS=$GENENV_STATE_DIR/curriculum_experiment/runs  # the experiment's run folders
+    python benchmarks/in_band_predictability.py $RUNS/reasoning_gym_expressions_t10/*-s?
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ the agent half-solved in that epoch (its mean success over the epoch's tasks of 
 the shares of those tasks that none and that all attempts solved. A curriculum that aims keys at alpha only produces
 in-band tasks as far as a half-solved key holds them.
 
-    python benchmarks/task_spread.py runs/curriculum_experiment/reasoning_gym_expressions_t10/{genenv,random}-s{0,1}
+    RUNS=$GENENV_STATE_DIR/curriculum_experiment/runs  # the experiment's run folders
+    python benchmarks/task_spread.py $RUNS/reasoning_gym_expressions_t10/{genenv,random}-s{0,1}
 """
 
 from __future__ import annotations

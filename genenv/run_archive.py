@@ -6,6 +6,10 @@ static/offline pool draft. It reads a live run safely (a trainer may be writing 
 before the pools commit their epoch, pool files only grow past their committed bytes, and only complete lines are
 taken. Tokenizer files are left out of the checkpoint (the base model's own; resuming reads only weights and optimizer
 state). :func:`unpack_run` lays the archive out as a run folder; ``genenv.train ... resume=true`` then continues it.
+
+Run state (run folders, their checkpoints, archives of unfinished runs) stays out of the repository, in
+:func:`state_dir`: ``$GENENV_STATE_DIR``, by default ``~/.cache/genenv/state``. To continue runs on another machine,
+copy that folder (or its archives) there.
 """
 
 from __future__ import annotations
@@ -18,10 +22,20 @@ from pathlib import Path
 
 from genenv.coevolution import CHECKPOINTS, LATEST, METRICS_FILE, POOL_DRAFT, POOLS, WARM_START
 
+#: the environment variable naming the folder of run state (default ``~/.cache/genenv/state``)
+STATE_DIR_ENV = "GENENV_STATE_DIR"
 #: the training pools (cut at the epoch packed) and the static/offline draft (taken whole)
 EPOCH_POOLS = ("traces", "tasks")
 #: files of a checkpoint that resuming does not read (the base model's tokenizer, saved with every adapter)
 LEFT_OUT = frozenset({"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt"})
+
+
+def state_dir() -> Path:
+    """The folder of run state kept out of the repository: ``$GENENV_STATE_DIR``, else ``genenv/state`` in the user
+    cache folder (``$XDG_CACHE_HOME``, by default ``~/.cache``)."""
+    if folder := os.environ.get(STATE_DIR_ENV):
+        return Path(folder).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "genenv" / "state"
 
 
 def pack_run(run_dir: str | os.PathLike[str], archive: str | os.PathLike[str]) -> int | None:

@@ -23,7 +23,8 @@ TINY = [
 
 def _driver(tmp_path, action, *args):
     command = [sys.executable, "benchmarks/curriculum_experiment.py", action, "reasoning_gym",
-               "--runs-root", str(tmp_path / "runs"), "--results-root", str(tmp_path / "results"), *args]  # fmt: skip
+               "--runs-root", str(tmp_path / "runs"), "--archives-root", str(tmp_path / "archives"),
+               "--results-root", str(tmp_path / "results"), *args]  # fmt: skip
     environment = {**os.environ, "GENENV_DATA_DIR": str(data_dir("apibank").parent)}
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=environment)
 
@@ -51,9 +52,9 @@ def test_saved_runs_continue_on_a_new_machine(tmp_path):
     first = _driver(tmp_path, "run", "--curricula", "genenv", "--seeds", "0", "--jobs", "1", "--set", *one)
     assert first.returncode == 0, first.stdout + first.stderr
     saved = _driver(tmp_path, "save", "--set", *two)  # 1 of 2 epochs done: unfinished
-    archive = tmp_path / "results" / "reasoning_gym" / "state" / "genenv-s0.tar.xz"
+    archive = tmp_path / "archives" / "reasoning_gym" / "genenv-s0.tar.xz"
     assert saved.returncode == 0 and "genenv-s0: epoch 0" in saved.stdout and archive.exists(), saved.stderr
-    (tmp_path / "runs").rename(tmp_path / "wiped")  # a new machine: only the results folder came along
+    (tmp_path / "runs").rename(tmp_path / "wiped")  # a new machine: only the results and the archives came along
     second = _driver(tmp_path, "run", "--curricula", "genenv", "--seeds", "0", "--jobs", "1", "--set", *two)
     assert second.returncode == 0 and "genenv-s0: unpacked" in second.stdout, second.stdout + second.stderr
     log = (tmp_path / "runs" / "reasoning_gym" / "genenv-s0.log").read_text()
@@ -78,14 +79,14 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
     run_dir = tmp_path / "work" / "reasoning_gym" / "genenv-s0"
     run_dir.mkdir(parents=True)
     (run_dir / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n")
-    archive = tmp_path / "results" / "reasoning_gym" / driver.STATE / "genenv-s0.tar.xz"
+    archive = tmp_path / "archives" / "reasoning_gym" / "genenv-s0.tar.xz"
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"the run")
     with pytest.raises(SystemExit, match="git ignores"):
-        driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
+        driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", tmp_path / "archives", epochs=1)
     assert archive.exists()
     (tmp_path / ".gitignore").write_text("/runs\n")
-    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
+    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", tmp_path / "archives", epochs=1)
     assert not archive.exists() and (tmp_path / "results" / "reasoning_gym" / "runs" / "genenv-s0.jsonl").exists()
 
 
@@ -126,7 +127,8 @@ def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(t
     assert "random s0 from genenv-s0" in (results / "report.md").read_text()
 
     saved = _driver(tmp_path, "save", "--set", *TINY, "coevolution.epochs=2")
-    assert saved.returncode == 0 and (results / "state" / "warm-start-s0.tar.xz").exists(), saved.stderr
+    archives = tmp_path / "archives" / "reasoning_gym"
+    assert saved.returncode == 0 and (archives / "warm-start-s0.tar.xz").exists(), saved.stderr
     (tmp_path / "runs").rename(tmp_path / "wiped")  # a new machine: the static run still starts from the copy
     static = _driver(tmp_path, "run", "--curricula", "static", "--seeds", "0", "--jobs", "1", "--set", *TINY)
     assert static.returncode == 0, static.stdout + static.stderr
@@ -230,15 +232,13 @@ def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path,
         ("b", "offline-s2"),
         ("t", "static-s0"),
     ]:
-        (tmp_path / "results" / testbed / "state").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "results" / testbed / "state" / f"{run}.tar.xz").write_bytes(b"")
+        (tmp_path / "archives" / testbed).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "archives" / testbed / f"{run}.tar.xz").write_bytes(b"")
     unpacked = []
-    monkeypatch.setattr(
-        driver, "unpack_run", lambda archive, run_dir: unpacked.append((archive.parent.parent.name, run_dir))
-    )
+    monkeypatch.setattr(driver, "unpack_run", lambda archive, run_dir: unpacked.append((archive.parent.name, run_dir)))
     (tmp_path / "runs" / "b" / "offline-s1" / "checkpoints" / "latest").parent.mkdir(parents=True)
     (tmp_path / "runs" / "b" / "offline-s1" / "checkpoints" / "latest").write_text("epoch-0000")  # holds a run
-    driver.restore_pools_elsewhere("t", [0, 1], tmp_path / "runs", tmp_path / "results")
+    driver.restore_pools_elsewhere("t", [0, 1], tmp_path / "runs", tmp_path / "archives")
     assert unpacked == [("a", tmp_path / "runs" / "a" / "static-s0")]  # not genenv, not seed 2, not its own testbed
 
 
@@ -247,8 +247,8 @@ def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
     unfinished = driver.shared_warm_start(tmp_path / "work" / "reasoning_gym", 0)
     unfinished = unfinished.with_name(unfinished.name + driver.UNFINISHED_COPY)
     (unfinished / "checkpoints" / "warm-start").mkdir(parents=True)  # a driver killed while copying
-    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", epochs=1)
-    assert not (tmp_path / "results" / "reasoning_gym" / driver.STATE).exists()
+    driver.save("reasoning_gym", tmp_path / "work", tmp_path / "results", tmp_path / "archives", epochs=1)
+    assert not (tmp_path / "archives" / "reasoning_gym").exists()
 
 
 def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp_path):
@@ -260,7 +260,8 @@ def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp
         assert driver.held_elsewhere(run_dir)
         command = [sys.executable, "benchmarks/curriculum_experiment.py", "run", "reasoning_gym", "--curricula",
                    "genenv", "random", "--seeds", "0", "--jobs", "1", "--runs-root", str(tmp_path / "runs"),
-                   "--results-root", str(tmp_path / "results"), "--set", *TINY]  # fmt: skip
+                   "--archives-root", str(tmp_path / "archives"), "--results-root", str(tmp_path / "results"),
+                   "--set", *TINY]  # fmt: skip
         with out.open("w") as stdout:
             process = subprocess.Popen(command, cwd=REPO, stdout=stdout, stderr=subprocess.STDOUT)
         try:

@@ -11,7 +11,7 @@ from test_train import tiny_config
 
 from genenv.coevolution import CoEvolutionTrainer, read_metrics
 from genenv.pools import TaskPool, TracePool
-from genenv.run_archive import LEFT_OUT, pack_run, unpack_run
+from genenv.run_archive import LEFT_OUT, STATE_DIR_ENV, pack_run, state_dir, unpack_run
 
 
 def test_a_packed_run_resumes_in_another_folder(two_epoch_run, tmp_path):
@@ -77,3 +77,11 @@ def test_unpacking_over_a_run_is_refused(two_epoch_run, tmp_path):
     pack_run(two_epoch_run, tmp_path / "run.tar.xz")
     with pytest.raises(FileExistsError):
         unpack_run(tmp_path / "run.tar.xz", two_epoch_run)
+
+
+def test_run_state_lives_where_the_environment_says_and_outside_the_repository(tmp_path, monkeypatch):
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
+    assert state_dir() == tmp_path / "state"
+    monkeypatch.delenv(STATE_DIR_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert state_dir() == tmp_path / "cache" / "genenv" / "state"
