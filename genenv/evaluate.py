@@ -241,7 +241,7 @@ def claim_output_dir(out: Path, settings: dict[str, Any]) -> None:
                 f"{out} holds an evaluation with other settings ({', '.join(changed)} differ); continue it with "
                 f"the same settings (see {path}) or give this one another output_dir"
             )
-    elif journals := sorted(out.glob("*.jsonl")):  # JOURNAL, or one per category (benchmarks/bfcl_eval_smollm2.py)
+    elif journals := sorted(out.glob("*.jsonl")):  # JOURNAL, or one per BFCL category (experiments/zero_shot/)
         raise FileExistsError(f"{journals[0]} exists without {CONFIG_FILE}: give this evaluation another output_dir")
     else:
         path.write_text(json.dumps(settings, indent=1, default=str))

@@ -90,7 +90,7 @@ def plot_runs(run_dirs: list[Path], out: Path, alpha: float | None = None, band_
         ax.grid(alpha=0.3)
         if plotted:
             ax.legend(fontsize=8)
-        written.append(_save(fig, out / f"{name}.png"))
+        written.append(save_figure(fig, out / f"{name}.png"))
     return written
 
 
@@ -114,7 +114,7 @@ def plot_validation_groups(run_dirs: list[Path], out: Path) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=8)
     fig.suptitle("Held-out score per group")
-    return _save(fig, out / "validation_groups.png")
+    return save_figure(fig, out / "validation_groups.png")
 
 
 def plot_learning_curve(run_dirs: list[Path], out: Path) -> Path | None:
@@ -138,7 +138,7 @@ def plot_learning_curve(run_dirs: list[Path], out: Path) -> Path | None:
     ax.set(title="Held-out score by training stage", ylabel="score (95% CI over tasks)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, out / "learning_curve.png")
+    return save_figure(fig, out / "learning_curve.png")
 
 
 def mix_group(family: str) -> str:
@@ -169,7 +169,7 @@ def plot_task_mix(run_dirs: list[Path], out: Path) -> Path:
     if groups:
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Generated task mix per epoch")
-    return _save(fig, out / "task_mix.png")
+    return save_figure(fig, out / "task_mix.png")
 
 
 def integer_epoch_ticks(ax: Any) -> None:
@@ -178,7 +178,8 @@ def integer_epoch_ticks(ax: Any) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (120 dpi) and close it; returns ``path``."""
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -1,5 +1,5 @@
 """Shared fixtures: where the benchmark data is, the tiny random policy, a run lock held by a live process, and the
-benchmark scripts as modules."""
+benchmark and experiment scripts as modules."""
 
 from __future__ import annotations
 
@@ -75,13 +75,16 @@ def two_epoch_run(tmp_path_factory):
     return run_dir
 
 
-def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as a module; it imports its neighbours as it does on the command line."""
-    folder = str(REPO / "benchmarks")
+def load_script(path: str) -> ModuleType:
+    """The script at ``path`` (from the repository root) as a module; it imports its neighbours as it does on the
+    command line."""
+    script = REPO / path
+    folder = str(script.parent)
     sys.path.insert(0, folder)
     try:
-        spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(script.stem, script)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[script.stem] = module  # as an import would: dataclasses look their module up there
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(folder)

@@ -1,4 +1,4 @@
-"""benchmarks/agent_update_probe.py: the paired held-out table and how far the LoRA update moved."""
+"""experiments/curriculum/agent_update_probe.py: the paired held-out table and how far the LoRA update moved."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import torch
-from conftest import load_benchmark
+from conftest import load_script
 from safetensors.torch import save_file
 
 
@@ -32,7 +32,7 @@ def _run(folder: Path, curriculum: str, scores: list[float], overrides: list[str
 
 
 def test_report_pairs_the_probe_with_the_experiments_run(tmp_path, monkeypatch):
-    probe = load_benchmark("agent_update_probe")
+    probe = load_script("experiments/curriculum/agent_update_probe.py")
     monkeypatch.setattr(probe, "PROBES", tmp_path / "probes")
     monkeypatch.setattr(probe, "EXPERIMENT_RUNS", tmp_path / "experiment")
     run_dir = tmp_path / "probes" / "random-s0-skip"

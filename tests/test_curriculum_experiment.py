@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, data_dir, load_benchmark, lock_held_by_live_process
+from conftest import REPO, data_dir, load_script, lock_held_by_live_process
 from hydra import compose, initialize_config_dir
 
 from genenv.config import CONFIG_DIR
@@ -22,7 +22,7 @@ TINY = [
 
 
 def _driver(tmp_path, action, *args):
-    command = [sys.executable, "benchmarks/curriculum_experiment.py", action, "reasoning_gym",
+    command = [sys.executable, "experiments/curriculum/driver.py", action, "reasoning_gym",
                "--runs-root", str(tmp_path / "runs"), "--archives-root", str(tmp_path / "archives"),
                "--results-root", str(tmp_path / "results"), *args]  # fmt: skip
     environment = {**os.environ, "GENENV_DATA_DIR": str(data_dir("apibank").parent)}
@@ -68,12 +68,12 @@ def test_saved_runs_continue_on_a_new_machine(tmp_path):
 def test_the_repository_commits_the_experiments_metrics_copies():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    copy = REPO / "benchmarks/results/curriculum_experiment/reasoning_gym/runs/genenv-s0.jsonl"
-    assert not load_benchmark("curriculum_experiment").ignored_by_git(copy)
+    copy = REPO / "experiments/curriculum/results/reasoning_gym/runs/genenv-s0.jsonl"
+    assert not load_script("experiments/curriculum/driver.py").ignored_by_git(copy)
 
 
 def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_archive(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_text("runs/\n")  # unanchored: also matches results/<testbed>/runs/
     run_dir = tmp_path / "work" / "reasoning_gym" / "genenv-s0"
@@ -93,14 +93,14 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
 @pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "reasoning_gym_expressions_t10",
                                      "apibank", "apibank_learning"])  # fmt: skip
 def test_every_testbed_composes_into_a_training_config(testbed):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     config = driver.testbed_config(testbed)  # what the report reads alpha, the band, beta and the window from
     assert config.epochs == driver.epochs_of(driver.TESTBEDS[testbed]) and config.agent.num_generations >= 4
     assert config.curriculum == "genenv" and (config.alpha, config.band_k, config.stats_window) == (0.5, 0.4, 64)
 
 
 def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_rollout_temperature_only():
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     composed = {}
     for testbed in ("reasoning_gym_expressions", "reasoning_gym_expressions_t10"):
         overrides = driver.TESTBEDS[testbed]
@@ -137,7 +137,7 @@ def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(t
 
 
 def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     source = tmp_path / "genenv-s0"
     (source / "checkpoints" / "warm-start").mkdir(parents=True)
     (source / "checkpoints" / "warm-start" / "state.json").write_text(json.dumps({"metrics": {}, "seconds": 9.0}))
@@ -166,7 +166,7 @@ def _pool_run(run_dir, overrides, epoch_recorded=True, batches=1):
 
 
 def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_in_the_agent_only(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     settings = ["model=qwen05", "coevolution.simulator_temperature=0.8", "curriculum=offline", "coevolution.seed=0"]
     source = tmp_path / "testbed_a" / "offline-s0"
     _pool_run(source, [*settings, "agent.temperature=0.6", "agent.seed=0", "run_dir=/a", "resume=false"])
@@ -186,7 +186,7 @@ def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_i
 
 
 def test_a_pool_still_being_written_is_not_shared(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     overrides = ["model=qwen05", "curriculum=static", "coevolution.seed=0"]
     _pool_run(tmp_path / "testbed_a" / "static-s0", overrides, epoch_recorded=False)
     assert driver.share_pool(tmp_path / "testbed_b" / "static-s0", 0, overrides) is None
@@ -195,7 +195,7 @@ def test_a_pool_still_being_written_is_not_shared(tmp_path):
 def test_static_and_offline_runs_of_a_seed_share_the_longest_pool_draft_and_wait_for_one_being_written(tmp_path):
     """A static pool is the start of the offline pool of its seed (tests/test_resume.py: the trainer reads only the
     batches it needs), so either starts from the other's, in its own testbed or another."""
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     settings = ["model=qwen05", "coevolution.seed=0", "coevolution.epochs=8"]
     for curriculum, batches in [("static", 3), ("offline", 9)]:
         overrides = [*settings, f"curriculum={curriculum}", "agent.temperature=0.6"]
@@ -224,7 +224,7 @@ def test_static_and_offline_runs_of_a_seed_share_the_longest_pool_draft_and_wait
 
 
 def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path, monkeypatch):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     for testbed, run in [
         ("a", "static-s0"),
         ("a", "genenv-s0"),
@@ -243,7 +243,7 @@ def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path,
 
 
 def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     unfinished = driver.shared_warm_start(tmp_path / "work" / "reasoning_gym", 0)
     unfinished = unfinished.with_name(unfinished.name + driver.UNFINISHED_COPY)
     (unfinished / "checkpoints" / "warm-start").mkdir(parents=True)  # a driver killed while copying
@@ -252,13 +252,13 @@ def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
 
 
 def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     run_dir = tmp_path / "runs" / "reasoning_gym" / "genenv-s0"
     assert not driver.held_elsewhere(run_dir)
     out = tmp_path / "driver.out"
     with lock_held_by_live_process(run_dir):
         assert driver.held_elsewhere(run_dir)
-        command = [sys.executable, "benchmarks/curriculum_experiment.py", "run", "reasoning_gym", "--curricula",
+        command = [sys.executable, "experiments/curriculum/driver.py", "run", "reasoning_gym", "--curricula",
                    "genenv", "random", "--seeds", "0", "--jobs", "1", "--runs-root", str(tmp_path / "runs"),
                    "--archives-root", str(tmp_path / "archives"), "--results-root", str(tmp_path / "results"),
                    "--set", *TINY]  # fmt: skip
@@ -280,7 +280,7 @@ def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp
 
 
 def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_share(tmp_path):
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     pending = [("random", 0), ("static", 1)]
     busy = [("genenv-s0", 0)]
     assert driver.next_startable(pending, tmp_path, busy, []) == ("static", 1)  # genenv-s0 is making seed 0's
@@ -302,7 +302,7 @@ def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_
 
 def test_runs_that_have_begun_go_before_new_ones(tmp_path):
     """A continued experiment finishes the runs it started (or unpacked from a save) before it starts others."""
-    driver = load_benchmark("curriculum_experiment")
+    driver = load_script("experiments/curriculum/driver.py")
     pending = [("static", 0), ("offline", 0), ("genenv", 2), ("random", 2)]
     assert driver.begun_first(pending, tmp_path) == pending
     for name in ("random-s2", "genenv-s2"):

@@ -1,23 +1,23 @@
-"""Curricula x seeds statistics (genenv.experiment) on metrics records written here."""
+"""Curricula x seeds statistics (experiments/curriculum/analysis.py) on metrics records written here."""
 
 import json
 
 import numpy as np
 import pytest
+from conftest import load_script
 
-from genenv.experiment import (
-    band_share,
-    difference,
-    family_success,
-    gain_over_warm_start,
-    held_out_curves,
-    in_band_by_curriculum,
-    load_experiment,
-    mix_aim,
-    mix_aim_by_curriculum,
-    plot_experiment,
-    report,
-)
+analysis = load_script("experiments/curriculum/analysis.py")
+band_share = analysis.band_share
+difference = analysis.difference
+family_success = analysis.family_success
+gain_over_warm_start = analysis.gain_over_warm_start
+held_out_curves = analysis.held_out_curves
+in_band_by_curriculum = analysis.in_band_by_curriculum
+load_experiment = analysis.load_experiment
+mix_aim = analysis.mix_aim
+mix_aim_by_curriculum = analysis.mix_aim_by_curriculum
+plot_experiment = analysis.plot_experiment
+report = analysis.report
 
 
 def _record(curriculum, seed, epoch, scores, p_hat=0.5, kl=None, generated=8, levels=None, in_band=2):
@@ -179,15 +179,14 @@ def test_report_and_figures(experiment, tmp_path):
 
 
 def test_epoch_axes_tick_whole_epochs_also_for_a_one_epoch_run(experiment, tmp_path, monkeypatch):
-    import genenv.experiment as module
-
+    module = analysis
     saved = {}
 
     def keep(fig, path):
         saved[path.name] = fig
         return path
 
-    monkeypatch.setattr(module, "_save", keep)
+    monkeypatch.setattr(module, "save_figure", keep)
     one_epoch = experiment + load_experiment([_write(tmp_path, "static", 0, [_record("static", 0, 0, [1.0] * 4)])])
     plot_experiment(one_epoch, tmp_path / "figures", alpha=0.5, band_k=0.2, beta=10.0, stats_window=64)
     (static_panel,) = [ax for ax in saved["level_mix.png"].axes if ax.get_title() == "static"]
@@ -276,10 +275,9 @@ def test_mix_aim_tells_a_mix_that_follows_the_agent_from_one_that_does_not(tmp_p
         "## Does the task mix follow the agent?" in text
         and "| genenv minus random | [0, 1] | +0.918 [+0.918, +0.918]" in text
     )
-    import genenv.experiment as module
-
+    module = analysis
     saved = {}
-    monkeypatch.setattr(module, "_save", lambda fig, path: saved.setdefault(path.name, fig) and path)
+    monkeypatch.setattr(module, "save_figure", lambda fig, path: saved.setdefault(path.name, fig) and path)
     plot_experiment(runs, tmp_path / "figures", alpha=0.5, band_k=0.4, beta=10.0, stats_window=64)
     shown_panel = saved["mix_aim.png"].axes[0]
     lines = {line.get_label(): list(line.get_ydata()) for line in shown_panel.get_lines()}

@@ -1,4 +1,5 @@
-"""benchmarks/in_band_predictability.py: how well a written expression predicts that its task lands inside the band."""
+"""experiments/curriculum/in_band_predictability.py: how well a written expression predicts that its task lands inside
+the band."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from conftest import load_script
 
 
 def _run(run_dir: Path, tasks: list[tuple[int, str, str, str, list[float]]]) -> Path:
@@ -28,13 +29,13 @@ def test_played_tasks_are_those_after_epoch_0_labelled_by_whether_their_attempts
         (1, "p@2", "12 * 34", "408", [0.0, 0.0]),
         (2, "p@1", "5 * 5", "25", [1.0, 1.0]),
     ])  # fmt: skip
-    assert load_benchmark("in_band_predictability").played_tasks(run) == [
+    assert load_script("experiments/curriculum/in_band_predictability.py").played_tasks(run) == [
         ("p@1", "2 * 3 = 6", True), ("p@2", "12 * 34 = 408", False), ("p@1", "5 * 5 = 25", False),
     ]  # fmt: skip
 
 
 def test_expression_features():
-    features = load_benchmark("in_band_predictability").expression_features
+    features = load_script("experiments/curriculum/in_band_predictability.py").expression_features
     assert features("-( -10 + 1 ) / 3 - 120 = -117") == [
         4, 3, pytest.approx(np.log10(118)), 1.0, 3, 1, 2, 2, 1, 0.0, 1.0,
     ]  # fmt: skip
@@ -44,7 +45,7 @@ def test_expression_features():
 
 
 def test_logistic_regression_finds_the_feature_that_decides_the_label():
-    module = load_benchmark("in_band_predictability")
+    module = load_script("experiments/curriculum/in_band_predictability.py")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 2))
     y = (rng.random(400) < 1 / (1 + np.exp(-(0.5 + 2 * x[:, 0])))).astype(float)
@@ -53,14 +54,14 @@ def test_logistic_regression_finds_the_feature_that_decides_the_label():
 
 
 def test_ranking_measures_take_ties_in_proportion():
-    module = load_benchmark("in_band_predictability")
+    module = load_script("experiments/curriculum/in_band_predictability.py")
     scores, labels = np.array([0.9, 0.5, 0.5, 0.1]), np.array([1.0, 1.0, 0.0, 0.0])
     assert module.top_share(scores, labels, 0.5) == pytest.approx((1 + 0.5) / 2)
     assert module.auc(scores, labels) == pytest.approx((2 + 1 + 0.5) / 4)
 
 
 def test_a_key_predictor_fitted_on_the_other_runs_knows_which_key_lands_inside_the_band(tmp_path):
-    module = load_benchmark("in_band_predictability")
+    module = load_script("experiments/curriculum/in_band_predictability.py")
     tasks = [(1, "a@1", "1 + 2", "3", [1.0, 0.0]), (1, "a@2", "10 + 20", "30", [1.0, 1.0])] * 3
     runs = {name: module.played_tasks(_run(tmp_path / name, tasks)) for name in ("r0", "r1")}
     scores, labels = module.leave_one_run_out(runs, module.by_key)
@@ -71,4 +72,4 @@ def test_a_key_predictor_fitted_on_the_other_runs_knows_which_key_lands_inside_t
 
 def test_a_folder_without_traces_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="not a run folder"):
-        load_benchmark("in_band_predictability").played_tasks(tmp_path)
+        load_script("experiments/curriculum/in_band_predictability.py").played_tasks(tmp_path)

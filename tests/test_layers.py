@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"pools"},
     {"evaluate"},
     {"coevolution"},
-    {"run_archive", "plot", "experiment"},
+    {"run_archive", "plot"},
     {"train"},
     {"genenv"},
 ]

@@ -57,7 +57,7 @@ def test_a_one_epoch_run_is_plotted_at_whole_epochs(tmp_path, monkeypatch):
         saved[path.name] = fig
         return path
 
-    monkeypatch.setattr(module, "_save", keep)
+    monkeypatch.setattr(module, "save_figure", keep)
     main([str(_run(tmp_path / "g", "genenv", [0.3])), "--out", str(tmp_path / "plots")])
     for name in [f"{name}.png" for name in PANELS] + ["task_mix.png", "validation_groups.png"]:
         ax = saved[name].axes[0]

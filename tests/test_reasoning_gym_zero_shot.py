@@ -1,9 +1,9 @@
-"""benchmarks/reasoning_gym_zero_shot.py: each item's samples read as one GRPO group."""
+"""experiments/curriculum/reasoning_gym_zero_shot.py: each item's samples read as one GRPO group."""
 
 from types import SimpleNamespace
 
 import pytest
-from conftest import load_benchmark
+from conftest import load_script
 
 
 def _episodes(task_id, solved):
@@ -12,7 +12,7 @@ def _episodes(task_id, solved):
 
 
 def test_groups_are_in_band_exactly_when_their_samples_disagree_for_g_8_and_k_04():
-    script = load_benchmark("reasoning_gym_zero_shot")
+    script = load_script("experiments/curriculum/reasoning_gym_zero_shot.py")
     episodes = (
         _episodes("a", [1] * 8)  # solved by all: no advantage
         + _episodes("b", [0] * 8)  # solved by none
@@ -26,7 +26,7 @@ def test_groups_are_in_band_exactly_when_their_samples_disagree_for_g_8_and_k_04
 
 
 def test_the_report_shows_group_columns_only_with_several_samples():
-    script = load_benchmark("reasoning_gym_zero_shot")
+    script = load_script("experiments/curriculum/reasoning_gym_zero_shot.py")
     row = {"n": 16, "score": 0.5, "solved": 0.5, "tool_call_first": 0.0}
     record = {"what": "x", "reasoning_gym_version": "v", "command": "c", "seconds": 1.0, "machine": "m",
               "qualifying_rule": "r", "qualifying": {"score": [], "solved": []}}  # fmt: skip
@@ -40,6 +40,6 @@ def test_the_report_shows_group_columns_only_with_several_samples():
 
 
 def test_a_folder_without_a_lora_adapter_is_refused(tmp_path):
-    script = load_benchmark("reasoning_gym_zero_shot")
+    script = load_script("experiments/curriculum/reasoning_gym_zero_shot.py")
     with pytest.raises(SystemExit, match="no LoRA adapter"):
         script.with_adapter(None, tmp_path)

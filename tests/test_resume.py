@@ -136,7 +136,7 @@ def _pool_run(run_dir, curriculum, draft_from=None):
 
 
 def test_a_run_given_a_pool_draft_of_its_seed_reads_its_batches_from_it_and_writes_only_the_rest(tmp_path):
-    """What the experiment driver's pool sharing relies on (benchmarks/curriculum_experiment.py ``share_pool``):
+    """What the experiment driver's pool sharing relies on (experiments/curriculum/driver.py ``share_pool``):
     batch i of a pool is the same whatever the pool's size, so a static pool is the start of an offline one."""
     offline, offline_metrics = _pool_run(tmp_path / "offline", "offline")  # 4 batches for 7 tasks (2 distinct)
     static, static_metrics = _pool_run(tmp_path / "static", "static")  # 1 batch for 2 tasks

@@ -1,11 +1,12 @@
-"""benchmarks/simulator_conditioning.py: a fresh RWR adapter trained on runs' D_env as the runs' epochs trained it."""
+"""experiments/curriculum/simulator_conditioning.py: a fresh RWR adapter trained on runs' D_env as the runs' epochs
+trained it."""
 
 import json
 import math
 
 import pytest
 import torch
-from conftest import load_benchmark
+from conftest import load_script
 
 from genenv.curriculum import RWRConfig, RWRTrainer
 from genenv.llm.models import build_tiny_policy
@@ -19,7 +20,7 @@ def _proposal(raw: str, task: dict | None) -> dict:
 
 
 def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_to_it(tmp_path):
-    script = load_benchmark("simulator_conditioning")
+    script = load_script("experiments/curriculum/simulator_conditioning.py")
     pool = TaskPool(tmp_path / "pools")
     task = {"task_id": "t", "benchmark": "toy", "prompt": "p"}
     pool.add_proposals([_proposal('{"a": 1}', task), _proposal("??", None)], 0, 1.0, 2.7, True)
@@ -36,7 +37,7 @@ def test_replay_trains_once_per_committed_epoch_on_the_accepted_generations_up_t
 
 
 def test_replay_refuses_a_folder_without_pools_or_without_a_committed_epoch(tmp_path):
-    script = load_benchmark("simulator_conditioning")
+    script = load_script("experiments/curriculum/simulator_conditioning.py")
     with pytest.raises(SystemExit, match="not a run folder"):
         script.replay_rwr(RWRTrainer(build_tiny_policy(seed=0), RWRConfig()), [tmp_path / "typo"])
     assert not (tmp_path / "typo").exists()
@@ -61,14 +62,14 @@ def _two_runs(tmp_path):
 
 
 def test_replay_pools_the_runs_accepted_generations_per_epoch_leaving_out_unfinished_epochs(tmp_path):
-    script = load_benchmark("simulator_conditioning")
+    script = load_script("experiments/curriculum/simulator_conditioning.py")
     trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
     updates = script.replay_rwr(trainer, _two_runs(tmp_path))
     assert [u["examples"] for u in updates] == [3, 4]  # epoch 0: a 1 + b 2; epoch 1: a 2 + b 2 (not b's unfinished)
 
 
 def test_replay_once_makes_one_update_on_every_committed_accepted_generation(tmp_path):
-    script = load_benchmark("simulator_conditioning")
+    script = load_script("experiments/curriculum/simulator_conditioning.py")
     trainer = RWRTrainer(build_tiny_policy(seed=0), RWRConfig(learning_rate=1e-2, batch_size=1))
     updates = script.replay_rwr(trainer, _two_runs(tmp_path), once=True)
     assert [u["examples"] for u in updates] == [4] and [u["steps"] for u in updates] == [4]
@@ -86,7 +87,7 @@ def _conditioning_file(path, written, history, requested=("f@0", "f@1", "f@2"), 
 
 
 def test_compare_scores_requested_and_written_keys_by_the_reward_their_success_would_earn(tmp_path):
-    script = load_benchmark("simulator_conditioning")
+    script = load_script("experiments/curriculum/simulator_conditioning.py")
     history = {"f@0": 1.0, "f@1": 0.5, "f@2": 0.0}
     first = _conditioning_file(tmp_path / "a.json", ["f@0", "f@1", None], history)
     second = _conditioning_file(tmp_path / "b.json", ["f@1", "f@1", "f@1"], history)

@@ -1,10 +1,11 @@
-"""benchmarks/simulator_response.py: how the simulator's written family keys relate to the requested ones."""
+"""experiments/curriculum/simulator_response.py: how the simulator's written family keys relate to the requested
+ones."""
 
 import dataclasses
 import json
 import math
 
-from conftest import load_benchmark
+from conftest import load_script
 
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.envs.simulator import difficulty_instruction
@@ -19,7 +20,7 @@ def _proposal(adapter, requested, level, success, epoch):
 
 
 def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tmp_path):
-    script = load_benchmark("simulator_response")
+    script = load_script("experiments/curriculum/simulator_response.py")
     adapter = ReasoningGymAdapter(families=["chain_sum@0-2"], test_per_level=1, validation_per_level=1,
                                   train_per_level=2)  # fmt: skip
     pools = tmp_path / "run" / "pools"
@@ -52,7 +53,7 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
 
 
 def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alpha(tmp_path):
-    script = load_benchmark("simulator_response")
+    script = load_script("experiments/curriculum/simulator_response.py")
     run = tmp_path / "run"
     (run / "pools").mkdir(parents=True)
     (run / ".hydra").mkdir()
