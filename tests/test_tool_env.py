@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from toy_benchmark import ToyAdapter
 
+from genenv.benchmarks.base import Task
 from genenv.envs.tool_env import ToolEnv
 
 CALL = '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'
@@ -129,18 +130,48 @@ def test_calls_beyond_the_per_action_limit_are_not_run():
         ToolEnv(ToyAdapter(), split="train", max_calls_per_action=0)
 
 
+GOOD = {"task_id": "t", "benchmark": "toy", "prompt": "What is 2 + 3?", "gold": {"sum": 5}}
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
         ("task", "must be a dict"),
-        ({"task": 3}, "must be a Task or a dict"),
-        ({"task": {"prompt": "x"}}, "lacks"),
-        ({"task": {"task_id": "t", "benchmark": "toy", "prompt": "x", "gold": {}, "colour": 1}}, "is not a task"),
+        ({"task": 3}, "must be a Task or a dict, not int"),
+        ({"task": ["t", "toy"]}, "must be a Task or a dict, not list"),
+        ({"task": {"prompt": "x"}}, "lacks 'task_id', 'benchmark', 'gold'"),
+        ({"task": {k: v for k, v in GOOD.items() if k != "gold"}}, "lacks 'gold' .*expose_gold=True"),
+        ({"task": {**GOOD, "colour": 1}}, "has no field 'colour'"),
+        ({"task": {**GOOD, "metadata": None}}, "'metadata' must be a dict, not NoneType"),
+        ({"task": {**GOOD, "metadata": [1]}}, "'metadata' must be a dict, not list"),
+        ({"task": {**GOOD, "prompt": 5}}, "'prompt' must be a str, not int"),
+        ({"task": {**GOOD, "task_id": 7}}, "'task_id' must be a str, not int"),
+        ({"task": {**GOOD, "split": None}}, "'split' must be a str, not NoneType"),
+        ({"task": {**GOOD, "source": "web"}}, "'source' must be 'benchmark' or 'generated', not 'web'"),
+        ({"task": Task("t", "toy", "x", {"sum": 5}, metadata=None)}, "'metadata' must be a dict"),
+        ({"task": {**GOOD, "gold": None}}, "not a toy task: TypeError.*'gold' and 'metadata'"),
+        ({"task": {**GOOD, "gold": {}}}, "not a toy task: KeyError: 'sum'"),
     ],
 )
-def test_reset_with_bad_options_raises_one_value_error(env, options, message):
+def test_reset_with_bad_options_raises_one_value_error(options, message):
+    env = ToolEnv(ToyAdapter(), split="train", max_turns=3)
+    env.reset(seed=0, options={"task": ToyAdapter()._task(2, 3, "train")})
+    env.step(CALL)
+    before = (env.task, env._state, list(env.messages), env.np_random.bit_generator.state)
     with pytest.raises(ValueError, match=message):
-        env.reset(seed=0, options=options)
+        env.reset(seed=5, options=options)
+    # nothing changed: the episode goes on, and a good reset afterwards works
+    assert (env.task, env._state, env.messages, env.np_random.bit_generator.state) == before
+    assert env.step("It is 5.")[1] == 1.0
+    env.reset(seed=0, options={"task": GOOD})
+    assert env.step("5")[1] == 1.0
+
+
+def test_task_from_dict_reads_what_to_dict_wrote():
+    task = ToyAdapter()._task(2, 3, "train")
+    assert Task.from_dict(task.to_dict()) == task
+    with pytest.raises(ValueError, match="a task must be a dict, not str"):
+        Task.from_dict("task")
 
 
 def test_deepcopy_and_pickle_copy_an_episode_in_progress():

@@ -15,7 +15,7 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -50,8 +50,35 @@ class Task:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Task:
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        """The task :meth:`to_dict` wrote; a missing, unknown or mistyped field raises ``ValueError`` naming it."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a task must be a dict, not {type(data).__name__}")
+        known = fields(cls)
+        names = {f.name for f in known}
+        unknown = sorted(str(key) for key in data if key not in names)
+        if unknown:
+            raise ValueError(f"a task has no field {', '.join(map(repr, unknown))}")
+        required = [f.name for f in known if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise ValueError(f"the task lacks {', '.join(map(repr, missing))}")
+        task = cls(**data)
+        task.check()
+        return task
+
+    def check(self) -> None:
+        """Raise ``ValueError`` naming the first field of the wrong type (``gold`` may be any JSON value)."""
+        for name, kind in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise ValueError(f"the task's {name!r} must be a {kind.__name__}, not {type(value).__name__}")
+        if self.source not in ("benchmark", "generated"):
+            raise ValueError(f"the task's 'source' must be 'benchmark' or 'generated', not {self.source!r}")
+
+
+#: the type of each :class:`Task` field but ``gold`` and ``source``
+_FIELD_TYPES: dict[str, type] = {"task_id": str, "benchmark": str, "prompt": str, "split": str, "metadata": dict}
 
 
 @dataclass

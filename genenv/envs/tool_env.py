@@ -174,26 +174,38 @@ class ToolEnv(gym.Env[str, str]):
 
     # -- Gymnasium API -----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        """Start an episode. ``options={"task": Task | dict}`` plays that task instead of sampling."""
-        super().reset(seed=seed)
+        """Start an episode. ``options={"task": Task | dict}`` plays that task instead of sampling; a task that is
+        not one raises ``ValueError`` naming what is wrong, before anything of the env changes."""
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"reset options must be a dict, not {type(options).__name__}")
         forced = (options or {}).get("task")
         if forced is not None:
-            self.task = _as_task(forced)
-            self._task_origin = "options"
+            task, origin = _as_task(forced), "options"
+            try:
+                system, tools, state = self._begin(task)
+            except (AttributeError, KeyError, TypeError, IndexError) as error:
+                raise ValueError(
+                    f"options['task'] is not a {self.adapter.name} task: {type(error).__name__}: {error} (its "
+                    "'gold' and 'metadata' must have the form of the benchmark's own tasks)"
+                ) from error
+            super().reset(seed=seed)
         else:
-            self.task, self._task_origin = self._sample_task()
-        self._state = self.adapter.start(self.task)
+            super().reset(seed=seed)
+            task, origin = self._sample_task()
+            system, tools, state = self._begin(task)
+        self.task, self._task_origin, self._state = task, origin, state
         self.trajectory = Trajectory()
         self._done = False
-        tools = self.adapter.tools(self.task)
-        self.messages = [
-            {"role": "system", "content": self.adapter.system_prompt(self.task)},
-            {"role": "user", "content": self.task.prompt},
-        ]
-        observation = render_prompt(self.messages[0]["content"], tools, self.task.prompt)
+        self.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
+        observation = render_prompt(system, tools, task.prompt)
         return observation, self._info(tools=tools)
+
+    def _begin(self, task: Task) -> tuple[str, list[dict[str, Any]], Any]:
+        """The system prompt, the tools and the fresh back-end state of an episode of ``task`` (its family read too,
+        so a task the adapter cannot read fails here)."""
+        system, tools = self.adapter.system_prompt(task), self.adapter.tools(task)
+        self.adapter.family(task)
+        return system, tools, self.adapter.start(task)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         if self.task is None or self._done:
@@ -332,17 +344,18 @@ def _not_copyable(adapter: BenchmarkAdapter, error: Exception) -> str:
 
 
 def _as_task(value: Any) -> Task:
-    if isinstance(value, Task):
-        return value
-    if not isinstance(value, dict):
+    """``options['task']`` as a :class:`Task`; anything else raises ``ValueError`` naming the field at fault."""
+    if not isinstance(value, (Task, dict)):
         raise ValueError(f"options['task'] must be a Task or a dict, not {type(value).__name__}")
-    missing = [key for key in ("task_id", "benchmark", "prompt", "gold") if key not in value]
-    if missing:
-        raise ValueError(f"options['task'] lacks {missing} (info['task'] holds 'gold' only with expose_gold=True)")
     try:
-        return Task.from_dict(value)
-    except TypeError as error:
-        raise ValueError(f"options['task'] is not a task: {error}") from None
+        if isinstance(value, dict):
+            return Task.from_dict(value)
+        value.check()
+    except ValueError as error:
+        hidden_gold = isinstance(value, dict) and "gold" not in value
+        hint = " (info['task'] holds 'gold' only with expose_gold=True)" if hidden_gold else ""
+        raise ValueError(f"options['task']: {error}{hint}") from None
+    return value
 
 
 def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory) -> Score:
