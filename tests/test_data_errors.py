@@ -1,13 +1,14 @@
 """A truncated benchmark data file is named, with the setting that points at it and where to get the data again."""
 
-import logging
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import data_dir
 
-from genenv.benchmarks.base import DataFileError, get_benchmark
+from genenv.benchmarks.base import DataFileError, DataNotFoundError, get_benchmark
 
 DAMAGED = {
     "apibank": ("test-data/level-1-api.json", {}, "level-1"),
@@ -47,14 +48,30 @@ def test_a_truncated_data_file_is_named_with_the_setting_and_the_source(name, tm
     assert str(tmp_path / name / relpath) in message and "GENENV_DATA_DIR" in message and "How to get" in message
 
 
-def test_alfworld_reports_a_game_without_its_game_file(tmp_path, caplog):
+def test_alfworld_names_a_missing_game_file_and_the_setting(tmp_path):
     pytest.importorskip("alfworld")
     source = data_dir("alfworld")
-    game = next((source / "json_2.1.1" / "valid_seen").rglob("game.tw-pddl"))
-    _mirror(source, tmp_path, str(game.relative_to(source)))
-    (tmp_path / game.relative_to(source)).unlink()
+    game = next((source / "json_2.1.1" / "valid_seen").rglob("game.tw-pddl")).relative_to(source)
+    _mirror(source, tmp_path, str(game))
+    (tmp_path / game).unlink()
     adapter = get_benchmark("alfworld", data_dir=tmp_path)
-    with caplog.at_level(logging.WARNING):
-        tasks = adapter.load_tasks("valid_seen")
-    assert len(tasks) == len(get_benchmark("alfworld", data_dir=source).load_tasks("valid_seen")) - 1
-    assert str(game.parent).replace(str(source), str(tmp_path)) in caplog.text and "game.tw-pddl" in caplog.text
+    with pytest.raises(DataNotFoundError) as error:
+        adapter.load_tasks("valid_seen")
+    message = str(error.value)
+    assert str(tmp_path / game) in message and "GENENV_DATA_DIR" in message and "How to get" in message
+    adapter.load_tasks("valid_unseen")  # the other splits are whole
+
+
+def test_alfworld_leaves_out_a_trial_of_another_task_type_as_alfworld_does(tmp_path):
+    pytest.importorskip("alfworld")
+    source = data_dir("alfworld")
+    split = tmp_path / "json_2.1.1" / "valid_unseen"
+    task_dir = min((source / "json_2.1.1" / "valid_unseen").iterdir())
+    shutil.copytree(task_dir, split / task_dir.name)
+    other = split / "pick_two_obj_then_slice-Apple-None-Fridge-1" / "trial_T0"
+    other.mkdir(parents=True)
+    (other / "traj_data.json").write_text(json.dumps({"task_type": "pick_two_obj_then_slice"}), encoding="utf-8")
+    tasks = get_benchmark("alfworld", data_dir=tmp_path).load_tasks("valid_unseen")
+    assert tasks and [task.metadata["game"] for task in tasks] == [
+        path.relative_to(tmp_path).as_posix() for path in sorted(split.rglob("game.tw-pddl"))
+    ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -20,9 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..base import read_data_json
-
-logger = logging.getLogger(__name__)
+from ..base import read_data_json, require_files
 
 HOW_TO_GET = (
     "the ALFWorld game files (json_2.1.1/<split>/<task>/<trial>/{game.tw-pddl,traj_data.json}), e.g. from "
@@ -96,23 +93,25 @@ def room_kind(scene: int) -> str:
 
 
 def collect_games(data_dir: Path, split: str) -> list[GameRecord]:
-    """The playable games of ``split``, selected like ``AlfredTWEnv.collect_game_files``: a trial
-    folder with ``traj_data.json`` and ``game.tw-pddl``, not 'movable' or 'Sliced', one of the six
-    task types, and a game marked ``solvable``."""
+    """The games of ``split``, selected like ``AlfredTWEnv.collect_game_files``: a trial folder with
+    ``traj_data.json``, not 'movable' or 'Sliced', of one of the six task types. Such a trial without its
+    ``game.tw-pddl`` raises :class:`~genenv.benchmarks.base.DataNotFoundError` naming every missing file
+    (alfworld skips it: a split would silently shrink)."""
     root = data_dir / SPLIT_DIRS[split]
-    games = []
+    games, missing = [], []
     for dirpath, _, files in os.walk(root, followlinks=True):
         if TRAJ_FILE not in files or "movable" in dirpath or "Sliced" in dirpath:
             continue
         path = Path(dirpath)
-        if GAME_FILE not in files:
-            logger.warning("ALFWorld: %s has no %s; this game is left out", path, GAME_FILE)
-            continue
         task_type = read_data_json(path / TRAJ_FILE, "alfworld", HOW_TO_GET).get("task_type")
         if task_type not in TASK_TYPES:
             continue
         rel = path.relative_to(data_dir).as_posix()
-        games.append(_record(split, rel, task_type))
+        if GAME_FILE in files:
+            games.append(_record(split, rel, task_type))
+        else:
+            missing.append(f"{rel}/{GAME_FILE}")
+    require_files(data_dir, sorted(missing), "alfworld", HOW_TO_GET)
     return sorted(games, key=lambda g: g.rel_dir)
 
 
