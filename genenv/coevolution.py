@@ -107,7 +107,9 @@ class GenEnvConfig:
             whose expert traces are slow to make (ALFWorld replays every game)
             (``None``: none). Never a split evaluation or validation uses.
         validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
-        validation_limit: validation tasks (a fixed subset of the split, the same for every ``seed``).
+        validation_limit: validation tasks (a fixed subset of the split, the same for every ``seed``); ``0``: none,
+            as with no ``validation_split`` (ZeRO-3: validation generates on the main process, which sharded weights
+            do not allow).
         validation_every: score the held-out tasks after every ``validation_every``-th epoch (epochs ``n-1``,
             ``2n-1``, ...) and after the last; the held-out score before training and after the warm start is always
             taken. Other epochs' metrics have an empty ``validation``.
@@ -178,10 +180,10 @@ class GenEnvConfig:
     def __post_init__(self) -> None:
         check_types(self, "coevolution")
         for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
-                     "simulator_max_new_tokens", "validation_limit", "validation_every", "stats_window"):  # fmt: skip
+                     "simulator_max_new_tokens", "validation_every", "stats_window"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"coevolution.{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("replay_tasks", "beta", "band_k", "lam", "simulator_temperature"):
+        for name in ("replay_tasks", "validation_limit", "beta", "band_k", "lam", "simulator_temperature"):
             if getattr(self, name) < 0:
                 raise ValueError(f"coevolution.{name} must be >= 0, got {getattr(self, name)}")
         if self.base_limit is not None and self.base_limit < 1:
@@ -659,7 +661,7 @@ class CoEvolutionTrainer:
         return self.expert_trainer.train(conversations, epochs=1.0) if conversations else {}
 
     def _validation_tasks(self) -> list[Task]:
-        if not self.config.validation_split:
+        if not self.config.validation_split or self.config.validation_limit == 0:
             return []
         tasks = self.adapter.load_tasks(self.config.validation_split)
         order = np.random.default_rng(VALIDATION_SEED).permutation(len(tasks))  # the same tasks for every seed

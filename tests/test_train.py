@@ -207,6 +207,20 @@ def test_held_out_every_second_epoch_and_the_last(tmp_path):
         tiny_config(tmp_path / "x", validation_every=0)
 
 
+def test_validation_limit_zero_trains_without_held_out_scoring(tmp_path):
+    """README's advice under ZeRO-3, ``coevolution.validation_limit=0``: no held-out task is scored, and the run's
+    report says so."""
+    data_dir("apibank")
+    command = _train_command(tmp_path, "coevolution.epochs=1", "coevolution.validation_limit=0")
+    result = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (metrics,) = read_metrics(tmp_path)
+    assert metrics["validation"] == {} and metrics["validation_start"] == {}
+    assert "validation=None" in result.stdout and "no held-out scores" in result.stdout
+    with pytest.raises(ValueError, match="coevolution.validation_limit must be >= 0, got -1"):
+        tiny_config(tmp_path / "x", validation_limit=-1)
+
+
 @pytest.mark.parametrize("curriculum", ["random", "static", "offline"])
 def test_ablations_never_update_the_simulator(tmp_path, curriculum):
     pool = {"static": 2, "offline": None}.get(curriculum)
