@@ -1,10 +1,23 @@
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import EntryPoint
 
+import gymnasium as gym
 import pytest
+from toy_benchmark import ToyAdapter
 
-from genenv.benchmarks.base import DataNotFoundError, available_benchmarks, get_benchmark, require_files
+from genenv import ENV_IDS
+from genenv.benchmarks.base import (
+    _REGISTRY,
+    ENTRY_POINT_GROUP,
+    DataNotFoundError,
+    _load_entry_points,
+    available_benchmarks,
+    env_id,
+    get_benchmark,
+    require_files,
+)
 
 
 def test_third_party_benchmark_via_entry_point(tmp_path):
@@ -39,8 +52,13 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
     (dist / "entry_points.txt").write_text("[genenv.benchmarks]\necho = toybench:EchoAdapter\n")
     script = textwrap.dedent(
         """
+        import sys
         import gymnasium as gym
-        from genenv import ToolEnv, available_benchmarks, get_benchmark
+        from genenv import ENV_IDS, ToolEnv, available_benchmarks, get_benchmark
+        assert ENV_IDS["GenEnv-Echo-v0"] == "echo" and "toybench" not in sys.modules  # an id, the package not loaded
+        env = gym.make("GenEnv-Echo-v0", task_source="benchmark", data_dir=".")
+        env.reset(seed=0)
+        print(env.step("hi")[1])
         assert "echo" in available_benchmarks(), available_benchmarks()
         env = ToolEnv("echo", data_dir=".")
         env.reset(seed=0)
@@ -51,7 +69,47 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
         [sys.executable, "-c", script], env={"PYTHONPATH": str(tmp_path), "PATH": ""}, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "1.0"
+    assert result.stdout.split() == ["1.0", "1.0"]
+
+
+BUILT_IN_IDS = {
+    "GenEnv-APIBank-v0": "apibank",
+    "GenEnv-ALFWorld-v0": "alfworld",
+    "GenEnv-ReasoningGym-v0": "reasoning_gym",
+    "GenEnv-Bamboogle-v0": "bamboogle",
+    "GenEnv-TravelPlanner-v0": "travelplanner",
+    "GenEnv-BFCL-v0": "bfcl",
+}
+
+
+def test_every_registered_benchmark_has_its_gymnasium_id():
+    assert {env: ENV_IDS[env] for env in BUILT_IN_IDS} == BUILT_IN_IDS
+    for env, name in BUILT_IN_IDS.items():
+        spec = gym.spec(env)
+        assert spec.entry_point == "genenv.envs.tool_env:ToolEnv"
+        assert spec.kwargs == {"benchmark": name, "task_source": "simulator"}
+    assert {env_id(name) for name in available_benchmarks()} <= set(ENV_IDS)
+    assert env_id("my_bench") == env_id("My-Bench") == "GenEnv-MyBench-v0"
+
+
+@pytest.fixture
+def toy_entry_point():
+    """The toy benchmark as an installed package would advertise it; unregistered afterwards."""
+    yield EntryPoint(name="toy_entry", value="toy_benchmark:ToyAdapter", group=ENTRY_POINT_GROUP)
+    _REGISTRY.pop("toy_entry", None)
+    ENV_IDS.pop("GenEnv-ToyEntry-v0", None)
+    gym.registry.pop("GenEnv-ToyEntry-v0", None)
+
+
+def test_an_entry_point_benchmark_gets_a_gymnasium_id(toy_entry_point):
+    assert "GenEnv-ToyEntry-v0" not in gym.registry
+    _load_entry_points([toy_entry_point])
+    assert ENV_IDS["GenEnv-ToyEntry-v0"] == "toy_entry" and "toy_entry" in available_benchmarks()
+    env = gym.make("GenEnv-ToyEntry-v0", task_source="benchmark", split="train")
+    assert isinstance(env.unwrapped.adapter, ToyAdapter)
+    env.reset(seed=0, options={"task": ToyAdapter()._task(2, 3, "train")})
+    assert env.step('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>')[0] == '{"result": 5}'
+    assert env.step("It is 5.")[1] == 1.0
 
 
 def test_unknown_benchmark_lists_available():

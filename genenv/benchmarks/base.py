@@ -2,7 +2,8 @@
 
 A benchmark is one :class:`BenchmarkAdapter` subclass registered by name with
 :func:`register_benchmark` (or advertised by an installed package through the
-``genenv.benchmarks`` entry-point group). Everything else in genenv (the Gymnasium
+``genenv.benchmarks`` entry-point group); each has the Gymnasium id :func:`env_id` gives
+(``GenEnv-<Name>-v0``, in :data:`ENV_IDS`). Everything else in genenv (the Gymnasium
 :class:`~genenv.envs.tool_env.ToolEnv`, the simulator, the trainer, the evaluator) talks
 to benchmarks only through this protocol. :class:`~genenv.toolcalls.ToolCall` is re-exported here, beside the
 other types an adapter speaks in.
@@ -13,13 +14,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import import_module
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+
+from gymnasium.envs.registration import register
+from gymnasium.envs.registration import registry as gym_registry
 
 from genenv.toolcalls import ToolCall, parse_tool_calls
 
@@ -367,10 +372,46 @@ _BUILTIN: dict[str, str] = {
     "travelplanner": "genenv.benchmarks.travelplanner:TravelPlannerAdapter",
     "bfcl": "genenv.benchmarks.bfcl:BFCLAdapter",
 }
+#: the built-in benchmarks' names in their Gymnasium ids; any other name is written in CamelCase there
+_ENV_NAMES: dict[str, str] = {
+    "apibank": "APIBank",
+    "alfworld": "ALFWorld",
+    "reasoning_gym": "ReasoningGym",
+    "bamboogle": "Bamboogle",
+    "travelplanner": "TravelPlanner",
+    "bfcl": "BFCL",
+}
+#: Gymnasium id -> benchmark name, for every registered benchmark. ``gym.make(id)`` samples simulator-written tasks;
+#: pass ``task_source="benchmark", split=...`` for the real benchmark tasks.
+ENV_IDS: dict[str, str] = {}
+
+
+def env_id(name: str) -> str:
+    """The Gymnasium id of benchmark ``name``: ``GenEnv-<Name>-v0`` (``my_bench``: ``GenEnv-MyBench-v0``)."""
+    key = name.lower()
+    title = _ENV_NAMES.get(key) or "".join(part.capitalize() for part in re.findall(r"[a-z0-9]+", key))
+    return f"GenEnv-{title}-v0"
+
+
+def _register_env(name: str) -> None:
+    """Register benchmark ``name``'s Gymnasium id: a :class:`~genenv.envs.tool_env.ToolEnv` over it. An id another
+    benchmark holds already stays that one's (logged)."""
+    key, env = name.lower(), env_id(name)
+    spec = gym_registry.get(env)
+    if spec is None:
+        register(
+            id=env, entry_point="genenv.envs.tool_env:ToolEnv", kwargs={"benchmark": key, "task_source": "simulator"}
+        )
+    elif spec.kwargs.get("benchmark") != key:
+        logger.warning(
+            "benchmark %r gets no Gymnasium id: %s is registered to %s", key, env, spec.kwargs or spec.entry_point
+        )
+        return
+    ENV_IDS[env] = key
 
 
 def register_benchmark(name: str | None = None):
-    """Class decorator (or plain call) that registers an adapter class under ``name``."""
+    """Class decorator (or plain call) that registers an adapter class under ``name``, and its Gymnasium id."""
 
     def decorator(cls: type[BenchmarkAdapter]) -> type[BenchmarkAdapter]:
         key = (name or cls.name).lower()
@@ -378,14 +419,16 @@ def register_benchmark(name: str | None = None):
         if existing is not None and existing is not cls:
             raise ValueError(f"benchmark {key!r} is already registered by {existing.__qualname__}")
         _REGISTRY[key] = cls
+        _register_env(key)
         return cls
 
     return decorator
 
 
-def _load_entry_points() -> None:
-    """Register adapters that installed packages advertise; a broken one is logged, not fatal."""
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+def _load_entry_points(found: Iterable[EntryPoint] | None = None) -> None:
+    """Register the adapters that installed packages advertise (or the entry points ``found``); a broken one is
+    logged, not fatal."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP) if found is None else found:
         key = ep.name.lower()
         if key in _REGISTRY or key in _BUILTIN:
             continue
@@ -423,3 +466,8 @@ def get_benchmark_class(name: str) -> type[BenchmarkAdapter]:
 def get_benchmark(name: str, **kwargs: Any) -> BenchmarkAdapter:
     """Instantiate the adapter registered as ``name`` (case-insensitive)."""
     return get_benchmark_class(name)(**kwargs)
+
+
+# The ids of the built-in benchmarks and of those installed packages advertise, without importing any of them.
+for _name in (*_BUILTIN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))):
+    _register_env(_name)
