@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -129,6 +131,25 @@ def test_bad_input_costs_a_turn_and_never_raises(adapter):
     assert env._state.steps == 2  # only the two well-formed act calls reached the game
     _, reward, terminated, _, info = env.step("I give up.")  # text without a tool call ends the episode
     assert terminated and reward == 0.0 and info["score_breakdown"]["won"] is False
+
+
+def test_a_copied_env_goes_on_from_where_the_episode_was(adapter):
+    """``copy.deepcopy`` and ``pickle`` copy an episode in progress: each copy gets a new engine on its next step (the
+    game replayed), and original and copies, stepped apart, answer the same actions the same way."""
+    task = smallest(adapter, adapter.load_tasks("valid_seen"))
+    walkthrough = task.gold["walkthrough"]
+    env = ToolEnv(adapter, tasks=[task], max_turns=50)
+    env.reset(options={"task": task})
+    played = ["look", "fly to the moon", *walkthrough[:-2]]
+    for command in played:
+        env.step(act(command))
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    assert all(twin._state.engine is None and twin.adapter.engines is not adapter.engines for twin in copies)
+    rest = ["inventory", *walkthrough[-2:]]
+    runs = [[twin.step(act(command))[:4] for command in rest] for twin in (env, *copies)]
+    assert runs[0] == runs[1] == runs[2] and runs[0][-1][1:3] == (1.0, True)  # the last step wins the game
+    assert [twin._state.commands for twin in (env, *copies)] == [[*played, *rest]] * 3
+    assert all(twin._state.steps == len(played) + len(rest) for twin in (env, *copies))
 
 
 def test_step_limit_ends_the_game(adapter):

@@ -56,7 +56,7 @@ from ..base import (
     resolve_data_dir,
     string_tool,
 )
-from .engine import EnginePool, GameEngine
+from .engine import EnginePool, GameEngine, GameStep
 from .games import (
     HOW_TO_GET,
     SHORT_NAMES,
@@ -84,14 +84,20 @@ TOOL_NAME = "act"
 
 @dataclass
 class ALFWorldState:
-    """One episode: the engine playing it, steps taken, whether the goal was reached."""
+    """One episode: the engine playing it, the commands played, steps taken, whether the goal was reached.
+
+    A copy (``copy.deepcopy``, ``pickle``) has no engine: the adapter's next ``execute`` on it restarts the game and
+    plays ``commands`` again (the game is deterministic), so the copy goes on from where the episode was.
+    """
 
     engine: GameEngine | None
+    task: Task
     observation: str  # the engine's first observation (banner dropped)
     admissible: list[str]
     max_steps: int
     steps: int = 0
     won: bool = False
+    commands: list[str] = field(default_factory=list)
     release: Any = field(default=None, repr=False)  # weakref.finalize returning the engine to its pool
 
     @property
@@ -103,6 +109,9 @@ class ALFWorldState:
         if self.release is not None:
             self.release()
         self.engine = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "engine": None, "release": None}
 
 
 @register_benchmark("alfworld")
@@ -243,19 +252,32 @@ class ALFWorldAdapter(BenchmarkAdapter):
         )
 
     def start(self, task: Task) -> ALFWorldState:
-        key = task.task_id
-        engine = self.engines.acquire(key)
-        try:
-            first, _ = engine.start(key, lambda: self._game_data(task))
-        except Exception:
-            self.engines.release(engine)
-            raise
+        engine, first = self._play(task, [])
         observation = strip_banner(first.feedback)
         if not task.prompt.startswith(observation):
             logger.warning("alfworld %s: the engine's first observation differs from the prompt", task.task_id)
-        state = ALFWorldState(engine, observation, first.admissible, self.max_steps, won=first.won)
+        state = ALFWorldState(engine, task, observation, first.admissible, self.max_steps, won=first.won)
         state.release = weakref.finalize(state, self.engines.release, engine)
         return state
+
+    def _play(self, task: Task, commands: list[str]) -> tuple[GameEngine, GameStep]:
+        """An engine with ``task``'s game restarted and ``commands`` played; the first step, or the last command's."""
+        engine = self.engines.acquire(task.task_id)
+        try:
+            step, _ = engine.start(task.task_id, lambda: self._game_data(task))
+            for command in commands:
+                step = engine.step(command)
+        except Exception:
+            self.engines.release(engine)
+            raise
+        return engine, step
+
+    def _resume(self, state: ALFWorldState) -> None:
+        """Give a copied episode an engine where the episode was: its game restarted and its commands played again."""
+        state.engine, step = self._play(state.task, state.commands)
+        state.release = weakref.finalize(state, self.engines.release, state.engine)
+        if step.admissible != state.admissible:
+            logger.warning("alfworld %s: the replayed game differs from the copied episode", state.task.task_id)
 
     def execute(self, state: ALFWorldState, call: ToolCall) -> StepResult:
         name = getattr(call, "name", None)
@@ -282,11 +304,14 @@ class ALFWorldAdapter(BenchmarkAdapter):
                 f"Error (wrong_type): 'command' must be a string, not {type(command).__name__}.",
                 error="wrong_type",
             )
-        if state.done or state.engine is None:
+        if state.done:
             return StepResult("The game is over.", output=self._output(state, command), error="episode_over", done=True)
+        if state.engine is None:
+            self._resume(state)
         command = command.strip()[:MAX_COMMAND_CHARS]
         admissible = command in state.admissible
         step = state.engine.step(command)
+        state.commands.append(command)
         state.steps += 1
         state.won = state.won or step.won
         state.admissible = step.admissible

@@ -78,3 +78,7 @@ class EnginePool:
 
     def __len__(self) -> int:
         return len(self._idle)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy starts empty: engines are not copied, new ones are made on demand."""
+        return {"_idle": []}

@@ -89,6 +89,10 @@ class Planner:
             )
         return self._proc
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy has no worker process yet: it starts one on its first request."""
+        return {**self.__dict__, "_proc": None}
+
     def close(self) -> None:
         """Stop the worker (it is restarted on demand)."""
         if self._proc is not None:
