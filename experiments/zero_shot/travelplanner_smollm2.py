@@ -7,9 +7,9 @@
 Runs ``python -m genenv.evaluate +bench=travelplanner`` (reference information cut to the first
 ``--reference-rows`` rows per section, greedy decoding) into ``runs/evaluate/travelplanner-<split>-<model>``, and
 writes the metrics, per-family scores, the failure reasons and a few example answers to
-``experiments/zero_shot/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead. Killed, the same
-command continues the evaluation from the queries it finished (``genenv.evaluate``'s journal); the wall time
-recorded is that of the last invocation, with the number of queries it played.
+``experiments/zero_shot/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead.
+Killed, the same command continues the evaluation from the queries it finished (``genenv.evaluate``'s journal); the
+wall time recorded is that of the last invocation, with the number of queries it played.
 """
 
 from __future__ import annotations
