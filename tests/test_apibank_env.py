@@ -1,17 +1,20 @@
 """GenEnv-APIBank-v0 end to end: the registered env, generated tasks, and the real embedded model."""
 
 import json
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import data_dir
+from conftest import child_env, data_dir
 from gymnasium.utils.env_checker import check_env
 from scripted_simulator import ScriptedSimulator
 
 import genenv  # noqa: F401  (registers the env ids)
 from genenv.agents.agent import Agent
 from genenv.envs.simulator import Simulator
+from genenv.envs.tool_env import ToolEnv
 from genenv.llm.generation import SamplingConfig
 
 CALCULATOR_TASK = {
@@ -118,3 +121,34 @@ def test_a_level_1_sample_takes_one_output_as_the_official_evaluation_does():
     env.reset(seed=0)
     _, _, terminated, truncated, _ = env.step('<tool_call>{"name": broken</tool_call>')
     assert not terminated and not truncated
+
+
+def test_a_copied_env_goes_on_from_where_the_episode_was(tmp_path):
+    """``copy.deepcopy`` and ``pickle`` copy a level-3 episode in progress (its world, the ToolSearcher): a copy gets
+    its searcher's embedder (MiniLM: an ONNX session) again on first use, in this process or another, and original
+    and copies, stepped apart, answer the same actions the same way."""
+    import copy
+    import pickle
+
+    env = ToolEnv("apibank", split="level-3", max_turns=20)
+    task = env.benchmark_tasks[0]
+    (gold,) = env.adapter.gold_actions(task)
+    env.reset(options={"task": task})
+    for action in gold[:2]:
+        env.step(action)
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    assert all(twin._state.searcher._embedder is None and twin.adapter is not env.adapter for twin in copies)
+    (tmp_path / "env.pkl").write_bytes(pickle.dumps(env))
+    # a search the embedder ranks (not an API name), then the rest of the gold trajectory
+    rest = ["API-Request: [ToolSearcher(keywords='send a reminder by email')]", *gold[2:]]
+    runs = [[list(twin.step(action)[:4]) for action in rest] for twin in (env, *copies)]
+    assert runs[0] == runs[1] == runs[2] and "EmailReminder" in runs[0][0][0]
+    assert runs[0][-1][2] and runs[0][-1][1] > 0.0
+    script = (
+        "import json, pickle, sys\n"
+        f"env = pickle.loads(open({str(tmp_path / 'env.pkl')!r}, 'rb').read())\n"
+        f"print(json.dumps([list(env.step(action)[:4]) for action in {rest!r}]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], env=child_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout) == runs[0]

@@ -192,7 +192,7 @@ def test_an_env_whose_adapter_cannot_be_copied_says_so():
     import threading
 
     adapter = ToyAdapter()
-    adapter.session = threading.Lock()  # as an ONNX session or a game engine
+    adapter.session = threading.Lock()  # something that cannot be copied
     env = ToolEnv(adapter, split="train")
     with pytest.raises(TypeError, match="cannot be copied or pickled"):
         copy.deepcopy(env)

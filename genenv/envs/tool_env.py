@@ -315,7 +315,7 @@ class ToolEnv(gym.Env[str, str]):
     def __deepcopy__(self, memo: dict[int, Any]) -> ToolEnv:
         try:
             copy.deepcopy(self.adapter, memo)
-        except Exception as error:  # noqa: BLE001 - whatever the adapter holds (an ONNX session, a game engine)
+        except Exception as error:  # noqa: BLE001 - whatever the adapter holds that cannot be copied
             raise TypeError(_not_copyable(self.adapter, error)) from error
         new = type(self).__new__(type(self))
         memo[id(self)] = new

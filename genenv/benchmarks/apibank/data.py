@@ -87,6 +87,13 @@ class APIBankData:
         self.root = Path(root)
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy (``copy.deepcopy``, ``pickle``) keeps: the data read so far; it gets its own lock."""
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
     def require(self, files: list[str]) -> None:
         require_files(self.root, files, "apibank", HOW_TO_GET)
 

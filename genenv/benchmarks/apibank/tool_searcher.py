@@ -307,15 +307,32 @@ def get_embedder(backend: str = "auto"):
 
 
 class ToolSearcher:
-    """Searches one :class:`Catalogue`; ``search`` returns the upstream ``best_matchs``."""
+    """Searches one :class:`Catalogue`; ``search`` returns the upstream ``best_matchs``.
+
+    A copy (``copy.deepcopy``, ``pickle``) keeps the catalogue and the backend in use, not the embedder (MiniLM's is
+    an ONNX session) nor the ranking: it gets them again on first use.
+    """
 
     def __init__(self, catalogue: Catalogue, backend: str = "auto", name_keyword: bool = True) -> None:
         self.catalogue = catalogue
         self.name_keyword = name_keyword
-        self.embedder = get_embedder(backend)
-        self.backend = self.embedder.name
+        self._embedder = get_embedder(backend)
+        self.backend = self._embedder.name
         self._scores = None
         self._lock = threading.Lock()
+
+    @property
+    def embedder(self) -> MiniLMEmbedder | LexicalEmbedder:
+        """The shared embedder of ``backend``."""
+        if self._embedder is None:
+            self._embedder = get_embedder(self.backend)
+        return self._embedder
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_embedder": None, "_scores": None, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def _ranker(self):
         with self._lock:
