@@ -23,7 +23,8 @@ validates, and writes pools, metrics and checkpoints (``run_dir`` must be on a f
 Ablations (``curriculum``): ``"random"`` never updates the simulator nor tells it the agent's
 success (GenEnv-Random); ``"offline"`` is ``"static"`` with ``offline_multiplier`` (3.3) times the tasks
 (the paper's offline augmentation); ``"static"`` generates one pool of tasks before training and draws every
-epoch's batch from it (GenEnv-Static).
+epoch's batch from it (GenEnv-Static). Where each curriculum's tasks come from: :mod:`genenv.curriculum.sources`;
+the warm start's data: :mod:`genenv.agents.warm_start`; the run folder and its checkpoints: :mod:`genenv.checkpoints`.
 """
 
 from __future__ import annotations
@@ -31,55 +32,47 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
-from tqdm import tqdm
 
-from genenv.agents.agent import Agent
+from genenv.agents.agent import Agent, Episode
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.rollout import shown_exchanges
-from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
+from genenv.agents.warm_start import (
+    WarmStartConfig,
+    WarmStartTrainer,
+    base_tasks,
+    draw_conversations,
+    expert_record,
+)
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, logged_epochs
 from genenv.config import check_types
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
-from genenv.envs.expert import expert_conversation
+from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, WrittenOnce
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
 from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import load_average, peak_rss_mb
-from genenv.pools import JsonlPool, TaskPool, TracePool
+from genenv.pools import TaskPool, TracePool
 from genenv.reporting import MetricsReporter
 from genenv.run_lock import RunLock, make_run_dir
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINTS = "checkpoints"
-LATEST = "latest"
-#: the agent after the warm start (and the held-out scores around it), so that a run killed in epoch 0 keeps them
-WARM_START = "warm-start"
-METRICS_FILE = "metrics.jsonl"
-POOLS = "pools"
-#: static/offline: the pool's simulator batches as they are written (pools/pool_draft.jsonl), so a run killed while
-#: writing its pool continues where it stopped
-POOL_DRAFT = "pool_draft"
-POOL_STREAM = 1  # batch i of a static/offline pool draws from np.random.default_rng([seed, POOL_STREAM, i])
 VALIDATION_SEED = 12345  # picks the held-out subset: runs of different seeds score the same tasks
-#: played tasks of the requested family a ``simulator.examples=scored`` prompt lists with their success
-SCORED_TASKS = 6
+Shared = TypeVar("Shared")
 
 
 @dataclass
@@ -129,10 +122,10 @@ class GenEnvConfig:
         simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
             training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
             inside the band (what RWR trains it toward, shown in context), topped up with training items while it
-            has too few; ``"scored"``, the training items, and in the request its latest ``SCORED_TASKS`` tasks of
-            the requested family that the agent played, each with the share of the agent's attempts that solved it
-            (per-task feedback: the success per family cannot tell which tasks inside a family are on target). The
-            other curricula always show training items only.
+            has too few; ``"scored"``, the training items, and in the request its latest
+            :data:`~genenv.curriculum.sources.SCORED_TASKS` tasks of the requested family that the agent played, each
+            with the share of the agent's attempts that solved it (per-task feedback: the success per family cannot
+            tell which tasks inside a family are on target). The other curricula always show training items only.
         agent: GRPO settings of the agent update.
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
@@ -270,21 +263,52 @@ class CoEvolutionTrainer:
             self.simulator = config.simulator(self.simulator_policy)
             self.traces = TracePool(self.run_dir / POOLS)
             self.tasks = TaskPool(self.run_dir / POOLS)
+            self.task_source = self._task_source()
             self.validation_tasks = self._validation_tasks()
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
+        self.checkpoints = Checkpoints(self.run_dir, self.processes)
         self.start_epoch = 0
         self._warm_started: tuple[dict[str, Any], float] | None = None
-        warm_start = self.run_dir / CHECKPOINTS / WARM_START
-        epochs_saved, warm_started = bool(checkpoint_folders(self.run_dir)), (warm_start / "state.json").exists()
+        epochs_saved, warm_started = self.checkpoints.has_epochs(), self.checkpoints.has_warm_start()
         if (epochs_saved or warm_started) and not resume:
             raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=true or choose another run_dir")
         if epochs_saved:
             self.start_epoch = self._restore()
             return
         if warm_started:  # before the pools are touched: a damaged checkpoint stops the run with nothing moved
-            self._warm_started = self._restore_warm_start(warm_start)
+            state = self.checkpoints.load_warm_start(self.agent_trainer)
+            self.rng.bit_generator.state = state["rng"]
+            self._warm_started = state["metrics"], float(state["seconds"])
         if self.is_main:
             self._start_over(resume)
+
+    def _task_source(self) -> TaskSource:
+        """Where this curriculum's fresh tasks come from (:mod:`genenv.curriculum.sources`)."""
+        config = self.config
+        if config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
+            return WrittenOnce(
+                self.adapter,
+                self.tasks,
+                self.run_dir / POOLS,
+                size=self.pool_size(),
+                seed=config.seed,
+                generation_rounds=config.generation_rounds,
+            )
+        return WrittenEachEpoch(
+            self.adapter,
+            self.tasks,
+            generation_rounds=config.generation_rounds,
+            conditioned=config.curriculum == "genenv",
+            examples=config.simulator_examples,
+        )
+
+    def pool_size(self) -> int:
+        """The tasks a ``static`` or ``offline`` curriculum generates before training."""
+        if self.config.static_pool_size is not None:
+            return self.config.static_pool_size
+        trained_on = self.config.tasks_per_epoch * self.config.epochs
+        multiplier = self.config.offline_multiplier if self.config.curriculum == "offline" else 1.0
+        return math.ceil(multiplier * trained_on)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> list[dict[str, Any]]:
@@ -303,79 +327,72 @@ class CoEvolutionTrainer:
         return history
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
-        """One co-evolution epoch, checkpointed; returns its metrics (epoch 0's also hold the held-out score
-        before training and after the warm start, and the warm start's steps and loss)."""
+        """One co-evolution epoch, the five steps of this module's docstring, checkpointed; returns its metrics (epoch
+        0's also hold the held-out score before training and after the warm start, and the warm start's steps and
+        loss)."""
         start = time.perf_counter()
         stages: dict[str, float] = {}
-        before: dict[str, Any] = {}
-        if epoch == 0 and self._warm_started is not None:  # resumed after the warm start of a killed epoch 0
-            before, stages["warm_start"] = self._warm_started
-        elif epoch == 0:
-            with _timed(stages, "warm_start"):
-                before = self._warm_start()
-            state = {"metrics": before, "seconds": stages["warm_start"], "rng": self.rng.bit_generator.state}
-            self._save_checkpoint(WARM_START, state, simulator=False)
-        fresh, proposals, replay, pool_writing = [], [], [], None
+        before = self._warm_start_once(stages) if epoch == 0 else {}
         family_success = self.stats.rates()  # what a conditioned simulator is shown when it writes this epoch's tasks
+
+        # 1. the simulator writes the epoch's tasks (the adapter validates them); D_train gives the replayed ones
+        written, replay = EpochTasks([], []), []
         if self.is_main:
             with _timed(stages, "tasks"):
-                fresh, proposals, pool_writing = self._epoch_tasks(epoch)
-                replay = self._replay(epoch)
-                self._add_expert_traces(fresh, epoch)
-        fresh, replay = self._share_tasks(fresh, replay)
+                written, replay = self._epoch_tasks(epoch, family_success)
+        fresh, replay = self._from_main((written.fresh, replay))
+
+        # 2. the agent plays G episodes of each task and is updated with GRPO
         agent_metrics: dict[str, float] = {}
-        episodes = []
+        episodes: list[Episode] = []
         if fresh or replay:
             with _timed(stages, "agent"):
                 agent_metrics = self.agent_trainer.train(fresh + replay)
             episodes = list(self.agent_trainer.episodes)
         with _timed(stages, "expert_mix"):
             expert_mix = self._mix_expert_traces(epoch)
+
+        # 3. each fresh task's p_hat, the agent's success over its attempts, rewards the output that wrote it
         fresh_ids = {task.task_id for task in fresh}
-        fresh_episodes = [e for e in episodes if e.task.task_id in fresh_ids]
-        p_hat = float(np.mean([e.reward for e in fresh_episodes])) if fresh_episodes else None
-        per_family: dict[str, list[float]] = {}
-        per_task: dict[str, list[float]] = {}
-        for episode in fresh_episodes:
-            per_family.setdefault(self.adapter.family(episode.task), []).append(episode.reward)
-            per_task.setdefault(episode.task.task_id, []).append(episode.reward)
-        for family, rewards in per_family.items():
+        success = FreshSuccess.of([e for e in episodes if e.task.task_id in fresh_ids], self.adapter.family)
+        for family, rewards in success.per_family.items():
             self.stats.update(family, rewards)
-        task_p_hat = {task_id: float(np.mean(rewards)) for task_id, rewards in per_task.items()}
         task_r_env = {
-            task_id: alpha_reward(p, self.config.alpha, self.config.beta) for task_id, p in task_p_hat.items()
+            task_id: alpha_reward(p, self.config.alpha, self.config.beta) for task_id, p in success.per_task.items()
         }
         if not self.is_main:
             self._checkpoint(epoch, {})  # the agent's weights are saved by every process
-            return self._share_metrics(None)
+            return self._from_main(None)
+        filtered = self._add_proposals(written.proposals, epoch, success.per_task, task_r_env)
 
-        filtered = self._add_proposals(proposals, epoch, task_p_hat, task_r_env) if proposals else 0
-        if episodes:
-            self.traces.add_episodes(episodes, epoch, "on_policy")
+        # 4. the simulator is updated by reward-weighted regression on its outputs inside the band
         with _timed(stages, "simulator"):
             simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
         with _timed(stages, "validation"):
             last = epoch == self.config.epochs - 1
             validation = self._validate() if last or (epoch + 1) % self.config.validation_every == 0 else {}
 
+        # 5. the traces join D_train and the outputs D_env: a checkpoint, the metrics line, then both pools commit
+        if episodes:
+            self.traces.add_episodes(episodes, epoch, "on_policy")
         metrics = {
             **before,
             "epoch": epoch,
             "curriculum": self.config.curriculum,
             "seed": self.config.seed,
-            "p_hat": p_hat,
-            "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(per_family.items())},
-            "p_hat_per_task": sorted(task_p_hat.values()),
+            "p_hat": success.p_hat,
+            "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(success.per_family.items())},
+            "p_hat_per_task": sorted(success.per_task.values()),
             "family_success": family_success,
             "r_env": float(np.mean(list(task_r_env.values()))) if task_r_env else 0.0,
-            "in_band": sum(self.band(p) for p in task_p_hat.values()),
+            "in_band": sum(self.band(p) for p in success.per_task.values()),
             "fresh_tasks": len(fresh),
             "fresh_per_family": _counts(self.adapter.family(task) for task in fresh),
             "replay_tasks": len(replay),
-            "proposals": len(proposals),
-            "rejects": sum(p.task is None for p in proposals),
+            "proposals": len(written.proposals),
+            "rejects": sum(p.task is None for p in written.proposals),
             "filtered": filtered,
-            "reject_reasons": _reason_counts(proposals),
+            "reject_reasons": _reason_counts(written.proposals),
             "task_length_tokens": _mean_tokens(self.agent_policy.tokenizer, [t.prompt for t in fresh]),
             "agent": agent_metrics,
             "expert_mix": expert_mix,
@@ -386,7 +403,7 @@ class CoEvolutionTrainer:
             "generated_tasks": self._generated_tasks(),
             "seconds": time.perf_counter() - start,
             "stage_seconds": stages,
-            **({"pool_writing": pool_writing} if pool_writing is not None else {}),
+            **({"pool_writing": written.pool_writing} if written.pool_writing is not None else {}),
             "peak_rss_mb": peak_rss_mb(),
             "load_average": load_average(),  # 1, 5, 15 min at the epoch's end: the load beside its times
         }
@@ -395,151 +412,17 @@ class CoEvolutionTrainer:
         self._log_metrics(metrics)
         self.traces.commit(epoch)
         self.tasks.commit(epoch)
-        return self._share_metrics(metrics)
+        return self._from_main(metrics)
 
-    def _add_proposals(
-        self, proposals: list[Proposal], epoch: int, task_p_hat: dict[str, float], task_r_env: dict[str, float]
-    ) -> int:
-        """Store the epoch's simulator outputs in D_env, each rewarded by the success of the agent's G attempts
-        on its task; returns how many valid ones were filtered out of the simulator update. A valid proposal
-        whose task was not played (beyond the epoch's quota) has no p_hat: it is stored as filtered with
-        R_env 0, like one outside the band."""
-        task_ids = [p.task.task_id if p.task is not None else None for p in proposals]
-        r_env = [task_r_env.get(task_id, 0.0) for task_id in task_ids]
-        kept = [task_id in task_p_hat and self.band(task_p_hat[task_id]) for task_id in task_ids]
-        weights = [rwr_weight(r, self.config.lam) for r in r_env]
-        p_hat = [task_p_hat.get(task_id) for task_id in task_ids]
-        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept, p_hat)
-        return sum(record["status"] == "filtered" for record in records)
-
-    def _generated_tasks(self) -> int:
-        """Distinct valid tasks the simulator has written so far in this run (what data efficiency counts)."""
-        records = self.tasks.records(include_uncommitted=True)
-        return len({record["task"]["task_id"] for record in records if record["task"] is not None})
-
-    # -- several processes ------------------------------------------------------------------
-    def _share_tasks(self, fresh: list[Task], replay: list[Task]) -> tuple[list[Task], list[Task]]:
-        """The main process's task lists, on every process."""
-        if self.processes.num_processes == 1:
-            return fresh, replay
-        payload = [[t.to_dict() for t in fresh], [t.to_dict() for t in replay]]
-        broadcast_object_list(payload, from_process=0)
-        return [Task.from_dict(t) for t in payload[0]], [Task.from_dict(t) for t in payload[1]]
-
-    def _share_metrics(self, metrics: dict[str, Any] | None) -> dict[str, Any]:
-        """The main process's epoch metrics, on every process."""
-        if self.processes.num_processes == 1:
-            return metrics
-        payload = [metrics]
-        broadcast_object_list(payload, from_process=0)
-        return payload[0]
-
-    def _log_metrics(self, metrics: dict[str, Any]) -> None:
-        with (self.run_dir / METRICS_FILE).open("a", encoding="utf-8") as out:
-            out.write(json.dumps(metrics) + "\n")
-        self.reporter.log(metrics, metrics["epoch"])
-
-    # -- tasks ------------------------------------------------------------------------------
-    def _epoch_tasks(self, epoch: int) -> tuple[list[Task], list[Proposal], dict[str, float] | None]:
-        """This epoch's fresh tasks, every proposal written for them, and (epoch 0 of a static or offline run) what
-        writing the pool cost (:meth:`_generate_pool`)."""
-        if self.config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
-            proposals: list[Proposal] = []
-            pool_writing = None
-            if epoch == 0:
-                pool, proposals, pool_writing = self._generate_pool(self.pool_size())
-            else:
-                unique = {r["task"]["task_id"]: r["task"] for r in self.tasks.records() if r["task"] is not None}
-                pool = [Task.from_dict(task) for task in unique.values()]
-            picks = self.rng.permutation(len(pool))[: self.config.tasks_per_epoch]
-            return [pool[int(i)] for i in picks], proposals, pool_writing
-        fresh, proposals = self._generate(self.config.tasks_per_epoch, conditioned=self.config.curriculum == "genenv")
-        return fresh, proposals, None
-
-    def pool_size(self) -> int:
-        """The tasks a ``static`` or ``offline`` curriculum generates before training."""
-        if self.config.static_pool_size is not None:
-            return self.config.static_pool_size
-        trained_on = self.config.tasks_per_epoch * self.config.epochs
-        multiplier = self.config.offline_multiplier if self.config.curriculum == "offline" else 1.0
-        return math.ceil(multiplier * trained_on)
-
-    def _rounds(self, wanted: int) -> int:
-        """Simulator batches allowed for ``wanted`` tasks: ``generation_rounds`` tries per batch they need."""
-        return self.config.generation_rounds * max(1, -(-wanted // self.simulator.batch_size))
-
-    def _generate(self, wanted: int, *, conditioned: bool) -> tuple[list[Task], list[Proposal]]:
-        """Ask the simulator for tasks until ``wanted`` distinct ones are valid or the rounds run out."""
-        proposals: list[Proposal] = []
-        valid: dict[str, Task] = {}
-        success = self.stats.rates() if conditioned else None
-        own_examples = scored = None
-        if conditioned and self.config.simulator_examples == "in_band":
-            own_examples = self.tasks.in_band_outputs(self.simulator.num_examples)
-        if conditioned and self.config.simulator_examples == "scored":
-            scored = self.tasks.scored_outputs(lambda task: self.adapter.family(Task.from_dict(task)), SCORED_TASKS)
-        for _ in tqdm(range(self._rounds(wanted)), desc="simulator", unit="batch", leave=False):
-            if len(valid) >= wanted:
-                break
-            batch = self.simulator.propose(
-                self.adapter, rng=self.rng, success=success, own_examples=own_examples, scored=scored
-            )
-            proposals.extend(batch)
-            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
-        return list(valid.values())[:wanted], proposals
-
-    def _generate_pool(self, wanted: int) -> tuple[list[Task], list[Proposal], dict[str, float]]:
-        """The static/offline pool, written before training by the frozen simulator as :meth:`_generate` would,
-        except that each batch is stored durably in ``pools/pool_draft.jsonl`` as soon as it is written and batch
-        ``i`` draws from its own seeded stream: a run killed while writing its pool (hours for an offline pool on a
-        CPU) continues from the batches it has, and the pool is the same as an uninterrupted run's.
-
-        Batch ``i`` does not depend on the pool's size, so a draft written for a larger pool of the same seed and
-        simulator (an offline run's, for a static run) holds this pool's batches too: they are read in order until
-        the pool is full and the rest is left unread, as though this run had written them itself.
-
-        Each batch's records carry ``batch_seconds``, the wall time the simulator took to write it, so the pool's
-        cost is known whichever process or run wrote it: the returned ``pool_writing`` holds the batches the pool
-        used, how many of them carry a time (drafts written before times were recorded carry none) and their sum."""
-        draft = JsonlPool(self.run_dir / POOLS, POOL_DRAFT)
-        if pending := draft.uncommitted():  # batches are appended whole: a kill before its commit loses none
-            draft.commit(pending[-1]["epoch"])
-        written: dict[int, list[Proposal]] = {}
-        seconds: dict[int, float] = {}
-        for record in draft.records():
-            written.setdefault(int(record["epoch"]), []).append(_proposal(record))
-            if "batch_seconds" in record:
-                seconds[int(record["epoch"])] = float(record["batch_seconds"])
-        proposals: list[Proposal] = []
-        valid: dict[str, Task] = {}
-        rounds = self._rounds(wanted)
-        read = 0
-        while read < rounds and len(valid) < wanted:
-            if (batch := written.get(read)) is None:
-                if any(index > read for index in written):
-                    raise RuntimeError(f"{draft.path}: batch {read} is missing; the draft is damaged")
-                break
-            proposals.extend(batch)
-            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
-            read += 1
-        if read:
-            logger.info("pool: %d batches read from the draft (%d valid tasks of %d)", read, len(valid), wanted)
-        used = read
-        for batch_index in tqdm(range(read, rounds), desc="pool", unit="batch", leave=False):
-            if len(valid) >= wanted:
-                break
-            rng = np.random.default_rng([self.config.seed, POOL_STREAM, batch_index])
-            start = time.perf_counter()
-            batch = self.simulator.propose(self.adapter, rng=rng, success=None)
-            seconds[batch_index] = time.perf_counter() - start
-            draft.append([p.to_dict() | {"batch_seconds": seconds[batch_index]} for p in batch], batch_index)
-            draft.commit(batch_index)
-            proposals.extend(batch)
-            valid.update((p.task.task_id, p.task) for p in batch if p.task is not None)
-            used = batch_index + 1
-        timed = [seconds[index] for index in range(used) if index in seconds]
-        pool_writing = {"batches": used, "timed_batches": len(timed), "seconds": float(sum(timed))}
-        return list(valid.values())[:wanted], proposals, pool_writing
+    # -- the steps ----------------------------------------------------------------------------
+    def _epoch_tasks(self, epoch: int, family_success: dict[str, float]) -> tuple[EpochTasks, list[Task]]:
+        """The epoch's fresh tasks as the curriculum sources them (the expert traces of generated ones join D_train)
+        and the tasks replayed from D_train."""
+        wanted = self.config.tasks_per_epoch
+        written = self.task_source.epoch_tasks(self.simulator, epoch, wanted, self.rng, family_success)
+        replay = self._replay(epoch)
+        self._add_expert_traces(written.fresh, epoch)
+        return written, replay
 
     def _replay(self, epoch: int) -> list[Task]:
         """Tasks drawn from D_train (base data and earlier epochs) for this epoch's agent update."""
@@ -552,91 +435,59 @@ class CoEvolutionTrainer:
         picks = self.rng.choice(len(unique), min(self.config.replay_tasks, len(unique)), replace=False)
         return [Task.from_dict(unique[int(i)]) for i in picks]
 
-    def _restore_warm_start(self, folder: Path) -> tuple[dict[str, Any], float]:
-        """The agent as the warm start of a killed epoch 0 left it; returns that stage's metrics and seconds."""
-        try:
-            state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-            self.agent_trainer.load(folder / "agent")
-            torch.set_rng_state(torch.load(folder / "torch_rng.pt", weights_only=True))
-        except Exception as error:  # noqa: BLE001 - any damaged file
-            raise RuntimeError(
-                f"resume: the warm-start checkpoint {folder} cannot be loaded ({type(error).__name__}: {error}); "
-                "delete that folder to redo the warm start"
-            ) from error
-        self.rng.bit_generator.state = state["rng"]
-        logger.info("resumed from %s: epoch 0 continues after the warm start", folder)
-        return state["metrics"], float(state["seconds"])
+    def _add_proposals(
+        self, proposals: list[Proposal], epoch: int, task_p_hat: dict[str, float], task_r_env: dict[str, float]
+    ) -> int:
+        """Store the epoch's simulator outputs in D_env, each rewarded by the success of the agent's G attempts
+        on its task; returns how many valid ones were filtered out of the simulator update. A valid proposal
+        whose task was not played (beyond the epoch's quota) has no p_hat: it is stored as filtered with
+        R_env 0, like one outside the band."""
+        if not proposals:
+            return 0
+        task_ids = [p.task.task_id if p.task is not None else None for p in proposals]
+        r_env = [task_r_env.get(task_id, 0.0) for task_id in task_ids]
+        kept = [task_id in task_p_hat and self.band(task_p_hat[task_id]) for task_id in task_ids]
+        weights = [rwr_weight(r, self.config.lam) for r in r_env]
+        p_hat = [task_p_hat.get(task_id) for task_id in task_ids]
+        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept, p_hat)
+        return sum(record["status"] == "filtered" for record in records)
 
-    def _start_over(self, resume: bool) -> None:
-        """Epoch 0 from scratch; the records of an earlier run killed before its first checkpoint are set aside."""
-        if committed := [pool.path for pool in (self.traces, self.tasks) if pool.committed_epoch is not None]:
-            raise FileExistsError(
-                f"{committed[0]} holds committed epochs but {self.run_dir / CHECKPOINTS} has no checkpoint: the "
-                "checkpoints were removed, so the run cannot be resumed; choose another run_dir"
-            )
-        moved = sum(len(pool.discard_uncommitted()) for pool in (self.traces, self.tasks))
-        if moved or resume:
-            logger.warning(
-                "%s has no epoch checkpoint yet%s: epoch 0 starts %s",
-                self.run_dir,
-                f" ({moved} records of an unfinished epoch 0 moved to pools/*.uncommitted.jsonl)" if moved else "",
-                "after the restored warm start" if self._warm_started is not None else "from the beginning",
-            )
-        if self.config.base_split:
-            self._add_base_data()
+    def _update_simulator(self, epoch: int) -> dict[str, Any]:
+        examples = self.tasks.rwr_examples(epoch)
+        if not examples:
+            return {"steps": 0, "examples": 0}
+        stats = self.simulator_trainer.train(examples)
+        return stats.to_dict()
 
-    def _add_base_data(self) -> None:
-        """D_train's base data: the training split's tasks, each with its expert trace where it has one."""
-        tasks = self.adapter.load_tasks(self.config.base_split)
-        if self.config.base_limit is not None and len(tasks) > self.config.base_limit:
-            picks = np.linspace(0, len(tasks) - 1, self.config.base_limit).round().astype(int)
-            tasks = [tasks[int(i)] for i in picks]
-        held_out = {t.task_id for t in self.validation_tasks} | {t.prompt for t in self.validation_tasks}
-        shared = [t.task_id for t in tasks if t.task_id in held_out or t.prompt in held_out]
-        if shared:
-            raise ValueError(
-                f"base_split {self.config.base_split!r} shares {len(shared)} tasks with the held-out split "
-                f"{self.config.validation_split!r} (e.g. {shared[0]}): base data must never be evaluated on"
-            )
-        self.traces.append([self._expert_record(t, "base") for t in tasks], 0)
+    def _generated_tasks(self) -> int:
+        """Distinct valid tasks the simulator has written so far in this run (what data efficiency counts)."""
+        records = self.tasks.records(include_uncommitted=True)
+        return len({record["task"]["task_id"] for record in records if record["task"] is not None})
 
-    def _add_expert_traces(self, tasks: list[Task], epoch: int) -> None:
-        """The expert trace of every validated generated task, as it is generated (source ``expert``)."""
-        records = [self._expert_record(t, "expert") for t in tasks if t.source == "generated"]
-        records = [r for r in records if r["messages"]]
-        if records:
-            self.traces.append(records, epoch)
+    def _log_metrics(self, metrics: dict[str, Any]) -> None:
+        with (self.run_dir / METRICS_FILE).open("a", encoding="utf-8") as out:
+            out.write(json.dumps(metrics) + "\n")
+        self.reporter.log(metrics, metrics["epoch"])
 
-    def _expert_record(self, task: Task, source: str) -> dict[str, Any]:
-        conversation = expert_conversation(self.adapter, task) or {"messages": [], "tools": []}
-        return {
-            "task": task.to_dict(),
-            "family": self.adapter.family(task),
-            "messages": conversation["messages"],
-            "tools": conversation["tools"],
-            "reward": 1.0 if conversation["messages"] else 0.0,
-            "truncated": False,
-            "info": {},
-            "source": source,
-            "valid": True,
-        }
+    def _from_main(self, value: Shared) -> Shared:
+        """``value`` as the main process holds it, on every process (tasks, expert traces, an epoch's metrics)."""
+        if self.processes.num_processes == 1:
+            return value
+        payload = [value]
+        broadcast_object_list(payload, from_process=0)
+        return payload[0]
 
-    def _expert_conversations(self, epoch: int, k: int | None, draw: int) -> list[dict[str, Any]]:
-        """``k`` expert traces of D_train at ``epoch`` (all with ``None``), a sample seeded by the epoch and ``draw``
-        (0: the warm start, 1: the epoch's mixing), shared with every process."""
-        conversations: list[dict[str, Any]] = []
-        if self.is_main:
-            records = [
-                r for r in self.traces.training_set(epoch) if r["source"] in ("base", "expert") and r["messages"]
-            ]
-            rng = np.random.default_rng([self.config.warm_start.seed, epoch, draw])
-            picks = rng.permutation(len(records))[: len(records) if k is None else k]
-            conversations = [{"messages": records[i]["messages"], "tools": records[i]["tools"]} for i in picks]
-        if self.processes.num_processes > 1:
-            payload = [conversations]
-            broadcast_object_list(payload, from_process=0)
-            conversations = payload[0]
-        return conversations
+    # -- the warm start and its data ----------------------------------------------------------
+    def _warm_start_once(self, stages: dict[str, float]) -> dict[str, Any]:
+        """Epoch 0's warm start, checkpointed, or what a killed epoch 0 recorded of it; returns its metrics."""
+        if self._warm_started is not None:  # resumed after the warm start of a killed epoch 0
+            before, stages["warm_start"] = self._warm_started
+            return before
+        with _timed(stages, "warm_start"):
+            before = self._warm_start()
+        state = {"metrics": before, "seconds": stages["warm_start"], "rng": self.rng.bit_generator.state}
+        self.checkpoints.save(WARM_START, state, self.agent_trainer)
+        return before
 
     def _warm_start(self) -> dict[str, Any]:
         """Held-out score before training, the supervised warm start on expert traces, and the score after it."""
@@ -660,20 +511,50 @@ class CoEvolutionTrainer:
         conversations = self._expert_conversations(epoch, k, draw=1) if k > 0 else []
         return self.expert_trainer.train(conversations, epochs=1.0) if conversations else {}
 
+    def _expert_conversations(self, epoch: int, k: int | None, draw: int) -> list[dict[str, Any]]:
+        """``k`` expert traces of D_train at ``epoch`` (all with ``None``), a sample seeded by the epoch and ``draw``
+        (0: the warm start, 1: the epoch's mixing), shared with every process."""
+        conversations: list[dict[str, Any]] = []
+        if self.is_main:
+            rng = np.random.default_rng([self.config.warm_start.seed, epoch, draw])
+            conversations = draw_conversations(self.traces.training_set(epoch), k, rng)
+        return self._from_main(conversations)
+
+    def _add_expert_traces(self, tasks: list[Task], epoch: int) -> None:
+        """The expert trace of every validated generated task, as it is generated (source ``expert``)."""
+        records = [expert_record(self.adapter, t, "expert") for t in tasks if t.source == "generated"]
+        records = [r for r in records if r["messages"]]
+        if records:
+            self.traces.append(records, epoch)
+
+    def _start_over(self, resume: bool) -> None:
+        """Epoch 0 from scratch; the records of an earlier run killed before its first checkpoint are set aside, and
+        D_train gets its base data: the training split's tasks, each with its expert trace where it has one."""
+        if committed := [pool.path for pool in (self.traces, self.tasks) if pool.committed_epoch is not None]:
+            raise FileExistsError(
+                f"{committed[0]} holds committed epochs but {self.checkpoints.root} has no checkpoint: the "
+                "checkpoints were removed, so the run cannot be resumed; choose another run_dir"
+            )
+        moved = sum(len(pool.discard_uncommitted()) for pool in (self.traces, self.tasks))
+        if moved or resume:
+            logger.warning(
+                "%s has no epoch checkpoint yet%s: epoch 0 starts %s",
+                self.run_dir,
+                f" ({moved} records of an unfinished epoch 0 moved to pools/*.uncommitted.jsonl)" if moved else "",
+                "after the restored warm start" if self._warm_started is not None else "from the beginning",
+            )
+        if split := self.config.base_split:
+            held_out = (self.validation_tasks, self.config.validation_split)
+            tasks = base_tasks(self.adapter, split, self.config.base_limit, *held_out)
+            self.traces.append([expert_record(self.adapter, t, "base") for t in tasks], 0)
+
+    # -- evaluation ---------------------------------------------------------------------------
     def _validation_tasks(self) -> list[Task]:
         if not self.config.validation_split or self.config.validation_limit == 0:
             return []
         tasks = self.adapter.load_tasks(self.config.validation_split)
         order = np.random.default_rng(VALIDATION_SEED).permutation(len(tasks))  # the same tasks for every seed
         return [tasks[int(i)] for i in order[: self.config.validation_limit]]
-
-    # -- updates and evaluation -------------------------------------------------------------
-    def _update_simulator(self, epoch: int) -> dict[str, Any]:
-        examples = self.tasks.rwr_examples(epoch)
-        if not examples:
-            return {"steps": 0, "examples": 0}
-        stats = self.simulator_trainer.train(examples)
-        return stats.to_dict()
 
     def _validate(self) -> dict[str, Any]:
         """The agent's greedy score on the fixed held-out tasks, scored by the adapter's ``reporting_adapter``
@@ -709,9 +590,9 @@ class CoEvolutionTrainer:
                 )
         return self._validation_engine
 
-    # -- checkpoints ------------------------------------------------------------------------
+    # -- checkpoints --------------------------------------------------------------------------
     def _checkpoint(self, epoch: int, metrics: dict[str, Any]) -> None:
-        """Write checkpoint ``epoch`` atomically, then point ``latest`` at it."""
+        """Checkpoint ``epoch``: both policies and the trainer's state (family stats, RNG, config, metrics)."""
         state = {
             "epoch": epoch,
             "stats": self.stats.to_dict(),
@@ -719,76 +600,18 @@ class CoEvolutionTrainer:
             "config": self.config.to_dict(),
             "metrics": metrics,
         }
-        name = f"epoch-{epoch:04d}"
-        self._save_checkpoint(name, state)
-        if self.is_main:
-            _write_atomic(self.run_dir / CHECKPOINTS / LATEST, name)
-
-    def _save_checkpoint(self, name: str, state: dict[str, Any], simulator: bool = True) -> None:
-        """Write checkpoint folder ``name`` atomically (temp folder, rename): the agent (saved by every process:
-        sharded weights are gathered), the simulator, ``state.json`` and the torch RNG."""
-        root = self.run_dir / CHECKPOINTS
-        final = root / name
-        tmp = root / f".{name}.tmp"
-        if self.is_main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        self.processes.wait_for_everyone()
-        self.agent_trainer.save(tmp / "agent")
-        self.processes.wait_for_everyone()
-        if not self.is_main:
-            return
-        if simulator and self.simulator_trainer is not None:
-            self.simulator_trainer.save(tmp / "simulator")
-        (tmp / "state.json").write_text(json.dumps(state, default=str), encoding="utf-8")
-        torch.save(torch.get_rng_state(), tmp / "torch_rng.pt")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        self.checkpoints.save_epoch(epoch, state, self.agent_trainer, self.simulator_trainer)
 
     def _restore(self) -> int:
-        """Load the newest loadable checkpoint and reconcile the pools; returns the next epoch.
-
-        A damaged checkpoint (unreadable ``state.json``, RNG, optimizer or weights) is skipped with a warning for
-        the next older one, as long as that one is not older than what the pools have committed; otherwise the
-        error names every damaged file."""
+        """Load the newest loadable checkpoint (not older than what the pools committed) and reconcile the pools with
+        it; returns the next epoch."""
         committed = -1
         if self.is_main:
             committed = max(
                 (p.committed_epoch for p in (self.traces, self.tasks) if p.committed_epoch is not None), default=-1
             )
-        skipped: list[str] = []
-        chosen: Path | None = None
-        for checkpoint in checkpoint_folders(self.run_dir):
-            try:
-                state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
-                epoch = int(state["epoch"])
-            except (OSError, ValueError, KeyError, TypeError) as error:
-                skipped.append(f"{checkpoint / 'state.json'}: {error}")
-                continue
-            if epoch < committed:
-                skipped.append(f"{checkpoint}: epoch {epoch} is older than the pools' committed epoch {committed}")
-                break
-            part = checkpoint / "torch_rng.pt"
-            try:
-                rng_state = torch.load(part, weights_only=True)
-                part = checkpoint / "agent"
-                self.agent_trainer.load(part)
-                if self.simulator_trainer is not None:
-                    part = checkpoint / "simulator"
-                    self.simulator_trainer.load(part)
-            except Exception as error:  # noqa: BLE001 - any damaged file: try the next older checkpoint
-                reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                skipped.append(f"{part}: {reason}")
-                logger.warning("resume: %s cannot be loaded (%s); trying an older checkpoint", part, reason)
-                continue
-            chosen = checkpoint
-            break
-        if chosen is None:
-            raise RuntimeError(f"resume: no loadable checkpoint in {self.run_dir}: " + "; ".join(skipped))
-        if skipped:
-            logger.warning("resume: fell back to %s; skipped %s", chosen, "; ".join(skipped))
-        torch.set_rng_state(rng_state)
+        chosen, state = self.checkpoints.load_latest(self.agent_trainer, self.simulator_trainer, committed)
+        epoch = int(state["epoch"])
         if not self.is_main:
             return epoch + 1
         self.stats = FamilyStats.from_dict(state["stats"])
@@ -811,60 +634,23 @@ class CoEvolutionTrainer:
         return epoch + 1
 
 
-def checkpoint_folders(run_dir: str | Path) -> list[Path]:
-    """A run's checkpoint folders holding a ``state.json``, the one ``latest`` points at first, then newest first."""
-    root = Path(run_dir) / CHECKPOINTS
-    if not root.is_dir():
-        return []
-    folders = sorted((f for f in root.glob("epoch-*") if (f / "state.json").exists()), reverse=True)
-    pointer = root / LATEST
-    if pointer.exists():
-        target = root / pointer.read_text(encoding="utf-8").strip()
-        if target in folders:
-            folders.remove(target)
-            folders.insert(0, target)
-        else:
-            logger.warning("%s points at %s, which is missing or incomplete", pointer, target.name)
-    return folders
+@dataclass
+class FreshSuccess:
+    """The agent's success on an epoch's fresh tasks: every attempt's reward per family, and ``p_hat`` per task."""
 
+    per_family: dict[str, list[float]]
+    per_task: dict[str, float]
+    p_hat: float | None  # over all the fresh attempts
 
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The checkpoint a resume starts from first (see :func:`checkpoint_folders`), or ``None``."""
-    folders = checkpoint_folders(run_dir)
-    return folders[0] if folders else None
-
-
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Every epoch's metrics of a run, in order (``metrics.jsonl``)."""
-    path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
-        return []
-    metrics = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            metrics.append(json.loads(line))
-        except ValueError:  # a line torn by a kill mid-write
-            logger.warning("skipping an unreadable line of %s", path)
-    return metrics
-
-
-def logged_epochs(run_dir: str | Path) -> set[int]:
-    return {int(m["epoch"]) for m in read_metrics(run_dir)}
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-
-
-def _proposal(record: dict[str, Any]) -> Proposal:
-    """A :class:`Proposal` from its stored ``to_dict()``."""
-    task = Task.from_dict(record["task"]) if record["task"] is not None else None
-    return Proposal(record["family"], record["messages"], record["raw"], task, record["reject_reason"])
+    @classmethod
+    def of(cls, episodes: list[Episode], family: Callable[[Task], str]) -> FreshSuccess:
+        per_family: dict[str, list[float]] = {}
+        per_task: dict[str, list[float]] = {}
+        for episode in episodes:
+            per_family.setdefault(family(episode.task), []).append(episode.reward)
+            per_task.setdefault(episode.task.task_id, []).append(episode.reward)
+        p_hat = float(np.mean([e.reward for e in episodes])) if episodes else None
+        return cls(per_family, {task_id: float(np.mean(r)) for task_id, r in per_task.items()}, p_hat)
 
 
 @contextmanager

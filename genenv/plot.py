@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from genenv.coevolution import latest_checkpoint, read_metrics  # noqa: E402
+from genenv.checkpoints import latest_checkpoint, read_metrics  # noqa: E402
 from genenv.learning_curve import held_out_curve  # noqa: E402
 
 #: panel name -> (title, y label, how to read the value from one epoch's metrics)

@@ -20,7 +20,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from genenv.coevolution import CHECKPOINTS, LATEST, METRICS_FILE, POOL_DRAFT, POOLS, WARM_START
+from genenv.checkpoints import CHECKPOINTS, LATEST, METRICS_FILE, POOL_DRAFT, POOLS, WARM_START
 
 #: the environment variable naming the folder of run state (default ``~/.cache/genenv/state``)
 STATE_DIR_ENV = "GENENV_STATE_DIR"

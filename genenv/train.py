@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from genenv.agents.grpo import GRPOAgentConfig
 from genenv.agents.warm_start import WarmStartConfig
-from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, read_metrics
+from genenv.checkpoints import read_metrics
+from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve

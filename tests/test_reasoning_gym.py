@@ -19,7 +19,8 @@ from genenv.benchmarks.reasoning_gym import (  # noqa: E402
     generate_entry,
     parse_family_entry,
 )
-from genenv.coevolution import CoEvolutionTrainer, latest_checkpoint  # noqa: E402
+from genenv.checkpoints import latest_checkpoint  # noqa: E402
+from genenv.coevolution import CoEvolutionTrainer  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
 from genenv.envs.expert import expert_messages, replay_expert  # noqa: E402
 from genenv.envs.simulator import to_proposal  # noqa: E402

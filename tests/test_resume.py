@@ -18,9 +18,10 @@ from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 from test_train import tiny_config
 
-import genenv.coevolution as coevolution
+import genenv.checkpoints as checkpoints
 from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
-from genenv.coevolution import WARM_START, CoEvolutionTrainer, checkpoint_folders, latest_checkpoint, read_metrics
+from genenv.checkpoints import WARM_START, checkpoint_folders, latest_checkpoint, read_metrics
+from genenv.coevolution import CoEvolutionTrainer
 from genenv.pools import TaskPool, TracePool
 from genenv.run_archive import pack_run, unpack_run
 from genenv.run_lock import LOCK_FILE, RunDirLockedError, RunLock
@@ -38,9 +39,9 @@ def _kill_at(monkeypatch, point: str) -> None:
     if point == "after base data":
         monkeypatch.setattr(CoEvolutionTrainer, "_warm_start", _raise)
     elif point == "before latest":
-        real = coevolution._write_atomic
+        real = checkpoints.write_atomic
         monkeypatch.setattr(
-            coevolution, "_write_atomic", lambda path, text: _raise() if path.name == "latest" else real(path, text)
+            checkpoints, "write_atomic", lambda path, text: _raise() if path.name == "latest" else real(path, text)
         )
     elif point == "before metrics line":
         monkeypatch.setattr(CoEvolutionTrainer, "_log_metrics", _raise)

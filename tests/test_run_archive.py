@@ -9,7 +9,8 @@ import tarfile
 import pytest
 from test_train import tiny_config
 
-from genenv.coevolution import CoEvolutionTrainer, read_metrics
+from genenv.checkpoints import read_metrics
+from genenv.coevolution import CoEvolutionTrainer
 from genenv.pools import TaskPool, TracePool
 from genenv.run_archive import LEFT_OUT, STATE_DIR_ENV, pack_run, state_dir, unpack_run
 

@@ -17,7 +17,8 @@ from genenv.agents.grpo import GRPOAgentConfig
 from genenv.agents.rollout import Episode
 from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import Trajectory
-from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig, latest_checkpoint, read_metrics
+from genenv.checkpoints import latest_checkpoint, read_metrics
+from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import held_out_curve
 from genenv.pools import TaskPool, TracePool

@@ -46,7 +46,7 @@ from driver import (  # noqa: E402
     warm_start_settings,
 )
 
-from genenv.coevolution import CHECKPOINTS, WARM_START, read_metrics  # noqa: E402
+from genenv.checkpoints import CHECKPOINTS, WARM_START, read_metrics  # noqa: E402
 from genenv.run_archive import state_dir  # noqa: E402
 
 PROBES = state_dir() / "agent_update_probe"

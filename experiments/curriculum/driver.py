@@ -59,7 +59,8 @@ from analysis import load_experiment, plot_experiment, report  # this folder is 
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from genenv.coevolution import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, GenEnvConfig, read_metrics
+from genenv.checkpoints import CHECKPOINTS, POOL_DRAFT, POOLS, WARM_START, read_metrics
+from genenv.coevolution import GenEnvConfig
 from genenv.config import CONFIG_DIR
 from genenv.run_archive import holds_run, pack_run, state_dir, unpack_run
 from genenv.run_lock import RunLock

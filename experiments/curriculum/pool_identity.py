@@ -4,8 +4,9 @@ or offline pool draft with another testbed's settings and the current code, and 
     python experiments/curriculum/pool_identity.py --draft RUN_DIR --testbed reasoning_gym_expressions_t10 --seed 0 \\
         --batches 0 21 --output experiments/curriculum/results/pool_identity.json
 
-Batch ``i`` of a pool draws from the seed's stream ``i`` (genenv/coevolution.py ``_generate_pool``), so with the same
-simulator settings it must come out the same whatever the curriculum, the pool's size or the agent's settings.
+Batch ``i`` of a pool draws from the seed's stream ``i`` (``WrittenOnce`` in genenv/curriculum/sources.py), so with
+the same simulator settings it must come out the same whatever the curriculum, the pool's size or the agent's
+settings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import driver as experiment  # this folder is on sys.path
 import numpy as np
 from simulator_validity import compose_setup
 
-from genenv.coevolution import POOL_STREAM
+from genenv.curriculum.sources import POOL_STREAM
 from genenv.machine import uptime
 
 

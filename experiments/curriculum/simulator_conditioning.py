@@ -49,7 +49,7 @@ import torch
 from simulator_response import level, summarise  # benchmarks/ is on sys.path
 from simulator_validity import compose_setup, wilson
 
-from genenv.coevolution import POOLS
+from genenv.checkpoints import POOLS
 from genenv.curriculum import FamilyStats, RWRTrainer, alpha_reward
 from genenv.envs.simulator import extract_json_object
 from genenv.machine import uptime

@@ -1,4 +1,5 @@
-"""Supervised warm start of the agent on expert traces (TRL ``SFTTrainer``), before and between GRPO epochs.
+"""Supervised warm start of the agent on expert traces (TRL ``SFTTrainer``), before and between GRPO epochs, and its
+data: D_train's expert traces (the training split's tasks as base data, and every validated generated task).
 
 An expert trace (:func:`~genenv.envs.expert.expert_messages`) is tokenised exactly as a
 rollout lays out an episode (:mod:`genenv.agents.rollout`): the prompt rendered by the chat template (system +
@@ -17,15 +18,28 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from genenv.agents.rollout import ToolSuffix, few_shot_conversation
+from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
+from genenv.envs.expert import expert_conversation
 from genenv.llm.generation import render_chat
 
-__all__ = ["WarmStartConfig", "WarmStartTrainer", "tokenize_expert"]
+__all__ = [
+    "EXPERT_SOURCES",
+    "WarmStartConfig",
+    "WarmStartTrainer",
+    "base_tasks",
+    "draw_conversations",
+    "expert_record",
+    "tokenize_expert",
+]
 
 IGNORE = -100
+#: the sources of D_train records that hold expert traces: the base split's tasks and the generated ones
+EXPERT_SOURCES = ("base", "expert")
 
 
 @dataclass
@@ -213,3 +227,49 @@ class WarmStartTrainer:
             "loss_last": sum(tail) / len(tail) if losses else math.nan,
             "seconds": time.perf_counter() - start,
         }
+
+
+# -- the warm start's data ------------------------------------------------------------------------------------------
+def base_tasks(
+    adapter: BenchmarkAdapter, split: str, limit: int | None, held_out: Sequence[Task], held_out_split: str | None
+) -> list[Task]:
+    """D_train's base data: the tasks of the training ``split``, at most ``limit`` of them evenly spread over it
+    (``None``: all). Raises ``ValueError`` when one of them is a ``held_out`` task (the same id or prompt): base data
+    must never be evaluated on."""
+    tasks = adapter.load_tasks(split)
+    if limit is not None and len(tasks) > limit:
+        picks = np.linspace(0, len(tasks) - 1, limit).round().astype(int)
+        tasks = [tasks[int(i)] for i in picks]
+    held = {t.task_id for t in held_out} | {t.prompt for t in held_out}
+    shared = [t.task_id for t in tasks if t.task_id in held or t.prompt in held]
+    if shared:
+        raise ValueError(
+            f"base_split {split!r} shares {len(shared)} tasks with the held-out split {held_out_split!r} "
+            f"(e.g. {shared[0]}): base data must never be evaluated on"
+        )
+    return tasks
+
+
+def expert_record(adapter: BenchmarkAdapter, task: Task, source: str) -> dict[str, Any]:
+    """``task``'s D_train record holding its expert trace (:func:`~genenv.envs.expert.expert_conversation`; no
+    messages and reward 0 where it has none); ``source``: one of :data:`EXPERT_SOURCES`."""
+    conversation = expert_conversation(adapter, task) or {"messages": [], "tools": []}
+    return {
+        "task": task.to_dict(),
+        "family": adapter.family(task),
+        "messages": conversation["messages"],
+        "tools": conversation["tools"],
+        "reward": 1.0 if conversation["messages"] else 0.0,
+        "truncated": False,
+        "info": {},
+        "source": source,
+        "valid": True,
+    }
+
+
+def draw_conversations(records: Sequence[dict[str, Any]], k: int | None, rng: np.random.Generator) -> list[dict]:
+    """``k`` of the expert traces among D_train ``records`` (all with ``None``) in an order drawn with ``rng``, as
+    :meth:`WarmStartTrainer.train` takes them."""
+    traces = [r for r in records if r["source"] in EXPERT_SOURCES and r["messages"]]
+    picks = rng.permutation(len(traces))[: len(traces) if k is None else k]
+    return [{"messages": traces[i]["messages"], "tools": traces[i]["tools"]} for i in picks]

@@ -48,6 +48,12 @@ class Proposal:
             "reject_reason": self.reject_reason,
         }
 
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Proposal:
+        """A proposal from its :meth:`to_dict` (extra keys of a stored record are ignored)."""
+        task = Task.from_dict(record["task"]) if record["task"] is not None else None
+        return cls(record["family"], record["messages"], record["raw"], task, record["reject_reason"])
+
 
 def extract_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in ``text`` (code fences and surrounding prose allowed)."""

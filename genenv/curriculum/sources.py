@@ -1,0 +1,201 @@
+"""Where each curriculum's fresh tasks come from (``GenEnvConfig.curriculum``).
+
+* ``genenv``: the simulator writes every epoch's tasks, its prompt conditioned on the agent's recent success per
+  family (:class:`WrittenEachEpoch`);
+* ``random``: the same, never told the agent's success (nor updated: GenEnv-Random);
+* ``static``: the frozen simulator writes one pool before training, and every epoch draws its tasks from it
+  (:class:`WrittenOnce`, GenEnv-Static);
+* ``offline``: ``static`` with ``offline_multiplier`` times the tasks (the paper's offline augmentation).
+
+Each simulator output is parsed and validated by the adapter (rejects are kept with a reason); the simulator gets
+``generation_rounds`` batches for each batch the wanted tasks need.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from tqdm import tqdm
+
+from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.checkpoints import POOL_DRAFT
+from genenv.envs.simulator import Proposal, Simulator
+from genenv.pools import JsonlPool, TaskPool
+
+__all__ = ["POOL_STREAM", "SCORED_TASKS", "EpochTasks", "TaskSource", "WrittenEachEpoch", "WrittenOnce"]
+
+logger = logging.getLogger(__name__)
+
+POOL_STREAM = 1  # batch i of a static/offline pool draws from np.random.default_rng([seed, POOL_STREAM, i])
+#: played tasks of the requested family a ``simulator.examples=scored`` prompt lists with their success
+SCORED_TASKS = 6
+
+
+@dataclass
+class EpochTasks:
+    """An epoch's fresh tasks, every simulator output written for them, and (epoch 0 of a static or offline run) what
+    writing the pool cost: the batches it used, how many of them carry a time, and their seconds."""
+
+    fresh: list[Task]
+    proposals: list[Proposal]
+    pool_writing: dict[str, float] | None = None
+
+
+class TaskSource(Protocol):
+    """A curriculum's fresh tasks, epoch by epoch."""
+
+    def epoch_tasks(
+        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+    ) -> EpochTasks:
+        """Up to ``wanted`` tasks for ``epoch`` (``success``: the agent's recent success per family, for a
+        simulator conditioned on it)."""
+
+
+def _valid(proposals: list[Proposal]) -> dict[str, Task]:
+    return {p.task.task_id: p.task for p in proposals if p.task is not None}
+
+
+class WrittenEachEpoch:
+    """``genenv`` and ``random``: every epoch the simulator writes tasks until enough distinct ones are valid or its
+    rounds run out. ``conditioned`` (``genenv``): its prompt shows the agent's success per family, and with
+    ``examples`` ``"in_band"`` its own latest in-band outputs, with ``"scored"`` the agent's success on its latest
+    played tasks of the requested family (the outputs come from ``pool``, D_env)."""
+
+    def __init__(
+        self,
+        adapter: BenchmarkAdapter,
+        pool: TaskPool,
+        *,
+        generation_rounds: int,
+        conditioned: bool,
+        examples: str = "train",
+    ) -> None:
+        self.adapter, self.pool = adapter, pool
+        self.generation_rounds = generation_rounds
+        self.conditioned = conditioned
+        self.examples = examples
+
+    def epoch_tasks(
+        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+    ) -> EpochTasks:
+        """Up to ``wanted`` valid tasks written by ``simulator`` (``success``: the agent's recent success per
+        family)."""
+        proposals: list[Proposal] = []
+        valid: dict[str, Task] = {}
+        own_examples = scored = None
+        if self.conditioned and self.examples == "in_band":
+            own_examples = self.pool.in_band_outputs(simulator.num_examples)
+        if self.conditioned and self.examples == "scored":
+            scored = self.pool.scored_outputs(lambda task: self.adapter.family(Task.from_dict(task)), SCORED_TASKS)
+        shown = success if self.conditioned else None
+        rounds = simulator_rounds(simulator, self.generation_rounds, wanted)
+        for _ in tqdm(range(rounds), desc="simulator", unit="batch", leave=False):
+            if len(valid) >= wanted:
+                break
+            batch = simulator.propose(self.adapter, rng=rng, success=shown, own_examples=own_examples, scored=scored)
+            proposals.extend(batch)
+            valid.update(_valid(batch))
+        return EpochTasks(list(valid.values())[:wanted], proposals)
+
+
+class WrittenOnce:
+    """``static`` and ``offline``: the frozen simulator writes a pool of ``size`` tasks before training (epoch 0); every
+    epoch draws its tasks from it.
+
+    The pool is written as :class:`WrittenEachEpoch` writes unconditioned tasks, except that each batch is stored
+    durably in ``pools/pool_draft.jsonl`` as soon as it is written and batch ``i`` draws from its own seeded stream: a
+    run killed while writing its pool (hours for an offline pool on a CPU) continues from the batches it has, and the
+    pool is the same as an uninterrupted run's. Batch ``i`` does not depend on the pool's size, so a draft written for
+    a larger pool of the same seed and simulator (an offline run's, for a static run) holds this pool's batches too:
+    they are read in order until the pool is full and the rest is left unread, as though this run had written them
+    itself. Each batch's records carry ``batch_seconds``, the wall time the simulator took to write it, so the pool's
+    cost is known whichever process or run wrote it."""
+
+    def __init__(
+        self,
+        adapter: BenchmarkAdapter,
+        pool: TaskPool,
+        draft_dir: Path,
+        *,
+        size: int,
+        seed: int,
+        generation_rounds: int,
+    ) -> None:
+        self.adapter, self.pool = adapter, pool
+        self.draft_dir = draft_dir
+        self.size = size
+        self.seed = seed
+        self.generation_rounds = generation_rounds
+
+    def epoch_tasks(
+        self,
+        simulator: Simulator,
+        epoch: int,
+        wanted: int,
+        rng: np.random.Generator,
+        success: Mapping[str, float] | None = None,
+    ) -> EpochTasks:
+        """``wanted`` tasks drawn from the pool, which ``simulator`` writes in epoch 0 (later epochs read it from
+        D_env); ``success`` is not shown to it."""
+        if epoch == 0:
+            written = self.write_pool(simulator)
+            pool = written.fresh
+        else:
+            written = EpochTasks([], [])
+            unique = {r["task"]["task_id"]: r["task"] for r in self.pool.records() if r["task"] is not None}
+            pool = [Task.from_dict(task) for task in unique.values()]
+        picks = rng.permutation(len(pool))[:wanted]
+        return EpochTasks([pool[int(i)] for i in picks], written.proposals, written.pool_writing)
+
+    def write_pool(self, simulator: Simulator) -> EpochTasks:
+        """The whole pool written by ``simulator``, every output written for it, and what writing it cost."""
+        draft = JsonlPool(self.draft_dir, POOL_DRAFT)
+        if pending := draft.uncommitted():  # batches are appended whole: a kill before its commit loses none
+            draft.commit(pending[-1]["epoch"])
+        written: dict[int, list[Proposal]] = {}
+        seconds: dict[int, float] = {}
+        for record in draft.records():
+            written.setdefault(int(record["epoch"]), []).append(Proposal.from_dict(record))
+            if "batch_seconds" in record:
+                seconds[int(record["epoch"])] = float(record["batch_seconds"])
+        proposals: list[Proposal] = []
+        valid: dict[str, Task] = {}
+        rounds = simulator_rounds(simulator, self.generation_rounds, self.size)
+        read = 0
+        while read < rounds and len(valid) < self.size:
+            if (batch := written.get(read)) is None:
+                if any(index > read for index in written):
+                    raise RuntimeError(f"{draft.path}: batch {read} is missing; the draft is damaged")
+                break
+            proposals.extend(batch)
+            valid.update(_valid(batch))
+            read += 1
+        if read:
+            logger.info("pool: %d batches read from the draft (%d valid tasks of %d)", read, len(valid), self.size)
+        used = read
+        for batch_index in tqdm(range(read, rounds), desc="pool", unit="batch", leave=False):
+            if len(valid) >= self.size:
+                break
+            rng = np.random.default_rng([self.seed, POOL_STREAM, batch_index])
+            start = time.perf_counter()
+            batch = simulator.propose(self.adapter, rng=rng, success=None)
+            seconds[batch_index] = time.perf_counter() - start
+            draft.append([p.to_dict() | {"batch_seconds": seconds[batch_index]} for p in batch], batch_index)
+            draft.commit(batch_index)
+            proposals.extend(batch)
+            valid.update(_valid(batch))
+            used = batch_index + 1
+        timed = [seconds[index] for index in range(used) if index in seconds]
+        pool_writing = {"batches": used, "timed_batches": len(timed), "seconds": float(sum(timed))}
+        return EpochTasks(list(valid.values())[: self.size], proposals, pool_writing)
+
+
+def simulator_rounds(simulator: Simulator, generation_rounds: int, wanted: int) -> int:
+    """Simulator batches allowed for ``wanted`` tasks: ``generation_rounds`` tries per batch they need."""
+    return generation_rounds * max(1, -(-wanted // simulator.batch_size))
