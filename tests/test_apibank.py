@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from genenv.benchmarks.apibank import APIBankAdapter
-from genenv.benchmarks.apibank.adapter import ungrounded_arguments
 from genenv.benchmarks.apibank.apis_lv12 import calculate
+from genenv.benchmarks.apibank.generation import ungrounded_arguments
 from genenv.benchmarks.base import DataNotFoundError, Task, ToolCall, Trajectory, Turn, get_benchmark
 from genenv.toolcalls import parse_apibank_call
 

@@ -76,20 +76,18 @@ behaviour (deviation names in brackets):
 * [``list_arguments``, ``lenient_numbers``] list text parsed, number text read leniently
   (:mod:`.calls`); off in ``official`` mode, where ``[AddMeeting(attendees=[...])]`` fails as
   upstream fails it.
+
+The adapter is split the way BFCL's is: the test samples as tasks in :mod:`.tasks` (the training split in
+:mod:`.training`), generated tasks in :mod:`.generation`, the official evaluation in :mod:`.evaluation`.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-
-from genenv.toolcalls import parse_apibank_call
 
 from ..base import (
     BenchmarkAdapter,
@@ -101,37 +99,42 @@ from ..base import (
     register_benchmark,
 )
 from .apis_lv3 import LV3_IMPLS
-from .apis_lv12 import LV12_IMPLS, NETWORK_APIS
+from .apis_lv12 import LV12_IMPLS
 from .calls import (
     ArgumentError,
     coerce_arguments,
     coerce_value,
-    format_api_request,
     format_value,
     json_schema_type,
     normalize_arguments,
+    shorten,
     split_camel_case,
 )
-from .checks import get_check
 from .data import (
     DB_FILES,
-    DIALOGUE_DIRS,
     LEGACY_PARAM_ALIASES,
     SPEC_FILES,
     TEST_FILES,
     APIBankData,
-    dialogue_samples,
-    repair_legacy,
+)
+from .evaluation import Executed, paper_metrics, score_sample
+from .generation import (
+    TASK_SCHEMA,
+    generatable_apis,
+    generated_task,
+    generation_context,
+    generation_examples,
+    generation_schema,
+    training_examples,
+    ungrounded_arguments,
 )
 from .scoring import API_REQUEST_FORMAT, TEXT_DEVIATIONS, Scoring
+from .tasks import LEVELS, level_and_kind, level_tasks
 from .tool_searcher import Catalogue, ToolSearcher
-from .training import TRAIN_LEVEL, call_matches, training_tasks
+from .training import TRAIN_LEVEL, check_described_call, training_tasks
 from .world import ApiImpl, World, run_api
 
-LEVELS = ("level-1", "level-2", "level-3")
 MAX_OBSERVATION_CHARS = 6000
-#: not offered for generated tasks (network fixtures, internal helper, search)
-NOT_GENERATED = NETWORK_APIS | {"CheckToken", "ToolSearcher"}
 
 
 @dataclass
@@ -157,25 +160,7 @@ class APIBankAdapter(BenchmarkAdapter):
     name = "apibank"
     #: the three levels, then one kind only (API-call or response samples) of levels 1 and 2
     splits = (*LEVELS, "level-1-api", "level-1-response", "level-2-api", "level-2-response", TRAIN_LEVEL)
-    task_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "api": {"type": "string", "description": "name of the API the request needs"},
-            "gold_call": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "arguments": {"type": "object", "description": "parameter -> value"},
-                },
-                "required": ["name", "arguments"],
-            },
-            "request": {
-                "type": "string",
-                "description": "what the user says to the assistant: it states every argument value of gold_call",
-            },
-        },
-        "required": ["api", "gold_call", "request"],
-    }
+    task_schema: ClassVar[dict[str, Any]] = TASK_SCHEMA
 
     def __init__(
         self,
@@ -198,111 +183,11 @@ class APIBankAdapter(BenchmarkAdapter):
     def load_tasks(self, split: str) -> list[Task]:
         if split == TRAIN_LEVEL:
             return training_tasks(self.data.training_api_samples)
-        level, _, kind = split.partition(":") if ":" in split else _split_kind(split)
+        level, kind = level_and_kind(split)
         if level not in LEVELS or kind not in ("", "api", "response"):
             raise ValueError(f"unknown split {split!r}; choose from {', '.join(self.splits)}")
         self.data.require(SPEC_FILES + DB_FILES + list(TEST_FILES[level]))
-        if level == "level-3":
-            return self._load_level3()
-        tasks: list[Task] = []
-        api_file, response_file = TEST_FILES[level]
-        if kind in ("", "api"):
-            tasks += self._load_lv12(level, api_file, "api")
-        if kind in ("", "response"):
-            tasks += self._load_lv12(level, response_file, "response")
-        return tasks
-
-    def _load_lv12(self, level: str, rel: str, kind: str) -> list[Task]:
-        tasks = []
-        for index, sample in enumerate(self.data.test_samples(rel)):
-            history = self.data.dialogue(level, sample["file"])
-            prefix_len, truth = dialogue_samples(history)[sample["id"]]
-            apis = _instruction_apis(sample.get("instruction", ""))
-            if truth.get("role") == "API":
-                name = truth["api_name"]
-                calls = [
-                    {
-                        "name": name,
-                        "arguments": self._legacy(name, truth.get("param_dict") or {}),
-                        "result": self._legacy_result(name, truth.get("result")),
-                    }
-                ]
-                response, api = None, name
-            else:
-                calls, response = [], truth.get("text", "")
-                api = next(
-                    (t["api_name"] for t in reversed(history[:prefix_len]) if t.get("role") == "API"),
-                    "",
-                )
-            replay = [
-                {
-                    "name": t["api_name"],
-                    "arguments": self._legacy(t["api_name"], t.get("param_dict") or {}),
-                    "output": (t.get("result") or {}).get("output"),
-                }
-                for t in history[:prefix_len]
-                if t.get("role") == "API"
-            ]
-            tag = "l1" if level == "level-1" else "l2"
-            tasks.append(
-                Task(
-                    task_id=f"apibank-{tag}-{kind}-{index:04d}",
-                    benchmark=self.name,
-                    prompt=_clean_prompt(sample.get("input", "")),
-                    gold={"calls": calls, "response": response},
-                    split=level,
-                    metadata={
-                        "level": level,
-                        "kind": "api" if truth.get("role") == "API" else "response",
-                        "file": rel,
-                        "index": index,
-                        "dialogue": sample["file"],
-                        "sample_id": sample["id"],
-                        "apis": apis,
-                        "api": api,
-                        "replay": replay,
-                    },
-                )
-            )
-        return tasks
-
-    def _legacy(self, name: str, mapping: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Legacy parameter names renamed where ``legacy_device_id`` is on."""
-        return repair_legacy(name, mapping) if self.scoring.on("legacy_device_id") else mapping
-
-    def _legacy_result(self, name: str, result: Any) -> Any:
-        if not isinstance(result, dict):
-            return result
-        return {**result, "input": self._legacy(name, result.get("input"))}
-
-    def _load_level3(self) -> list[Task]:
-        tasks = []
-        for index, item in enumerate(self.data.test_samples(TEST_FILES["level-3"][0])):
-            calls = [
-                {"name": a["api_name"], "arguments": a.get("input") or {}, "result": a.get("output")}
-                for a in item.get("apis", [])
-            ]
-            main = next((c["name"] for c in calls if c["name"] != "ToolSearcher"), "")
-            requirement = item.get("requirement", "").strip()
-            tasks.append(
-                Task(
-                    task_id=f"apibank-l3-{index:04d}",
-                    benchmark=self.name,
-                    prompt=f"User: {requirement}\n",
-                    gold={"calls": calls, "response": item.get("response")},
-                    split="level-3",
-                    metadata={
-                        "level": "level-3",
-                        "kind": "chain",
-                        "file": TEST_FILES["level-3"][0],
-                        "index": index,
-                        "sample_id": index,
-                        "apis": ["ToolSearcher"],
-                        "api": main,
-                    },
-                )
-            )
-        return tasks
+        return level_tasks(self.data, level, kind, legacy=self.scoring.on("legacy_device_id"))
 
     # -- tools and execution ------------------------------------------------------------
     def _specs(self, level: str) -> dict[str, dict[str, Any]]:
@@ -418,7 +303,7 @@ class APIBankAdapter(BenchmarkAdapter):
     def _run(self, state: APIBankState, name: Any, arguments: Any, replaying: bool = False) -> dict[str, Any]:
         """Execute one call; returns the result dict or raises ArgumentError."""
         if state.level == TRAIN_LEVEL:
-            return _check_described_call(state.schemas, name, arguments)
+            return check_described_call(state.schemas, name, arguments)
         if name == "ToolSearcher":
             args = normalize_arguments(arguments)
             if set(args) - {"keywords"}:
@@ -448,7 +333,7 @@ class APIBankAdapter(BenchmarkAdapter):
             }
         impl = state.impls.get(name) if isinstance(name, str) else None
         if impl is None:
-            raise ArgumentError("unknown_tool", f"invalid tool name: {_short(name)}")
+            raise ArgumentError("unknown_tool", f"invalid tool name: {shorten(name, 200)}")
         args = normalize_arguments(arguments)
         if self.scoring.on("legacy_device_id"):
             args = {LEGACY_PARAM_ALIASES.get((name, k), k): v for k, v in args.items()}
@@ -470,7 +355,7 @@ class APIBankAdapter(BenchmarkAdapter):
         except ArgumentError as err:
             state.results.append(None)
             return StepResult(
-                observation=_short(f"Error ({err.kind}): {err}", MAX_OBSERVATION_CHARS),
+                observation=shorten(f"Error ({err.kind}): {err}", MAX_OBSERVATION_CHARS),
                 output=None,
                 error=err.kind,
                 done=done,
@@ -478,7 +363,7 @@ class APIBankAdapter(BenchmarkAdapter):
         except Exception as exc:  # noqa: BLE001 - execute never raises
             state.results.append(None)
             return StepResult(
-                observation=_short(f"Error (execution_error): {type(exc).__name__}: {exc}", MAX_OBSERVATION_CHARS),
+                observation=shorten(f"Error (execution_error): {type(exc).__name__}: {exc}", MAX_OBSERVATION_CHARS),
                 output=None,
                 error="execution_error",
                 done=done,
@@ -564,7 +449,7 @@ class APIBankAdapter(BenchmarkAdapter):
         return "\n".join(lines)
 
     # -- scoring ------------------------------------------------------------------------
-    def _executed(self, task: Task, trajectory: Trajectory) -> list[tuple[ToolCall, Any, str | None]]:
+    def _executed(self, task: Task, trajectory: Trajectory) -> list[Executed]:
         calls = list(trajectory.calls)
         results = list(trajectory.results)
         if len(results) == len(calls) and all(r.output is None or isinstance(r.output, dict) for r in results):
@@ -577,101 +462,15 @@ class APIBankAdapter(BenchmarkAdapter):
         return out
 
     def score(self, task: Task, trajectory: Trajectory) -> Score:
-        gold = task.gold if isinstance(task.gold, dict) else {}
-        gold_calls = gold.get("calls") or []
-        level = task.metadata.get("level", "level-1")
-        breakdown: dict[str, Any] = {}
-        value = 0.0
-        if gold_calls:
-            executed = self._executed(task, trajectory)
-            buckets = [
-                self._bucket(level, g, executed[i] if i < len(executed) else None) for i, g in enumerate(gold_calls)
-            ]
-            if level == TRAIN_LEVEL:  # no implementation to execute: exact match with the gold request
-                buckets = [
-                    "CORRECT"
-                    if b == "CHECK_ERROR" and call_matches(g, executed[i][0].name, executed[i][0].arguments)
-                    else ("INPUT_MISMATCH" if b == "CHECK_ERROR" else b)
-                    for i, (g, b) in enumerate(zip(gold_calls, buckets))
-                ]
-            correct = buckets.count("CORRECT")
-            value = correct / len(gold_calls)
-            breakdown.update(
-                api_correct=correct,
-                api_total=len(gold_calls),
-                api_accuracy=value,
-                buckets=buckets,
-                errors=dict(Counter(b for b in buckets if b != "CORRECT")),
-                sample_correct=correct == len(gold_calls),
-            )
-        response = gold.get("response")
-        if response:
-            rouge = rouge_l(response, trajectory.final_answer or "")
-            breakdown["rouge_l"] = rouge
-            if not gold_calls:
-                value = rouge
-        return Score(value=min(1.0, max(0.0, value)), breakdown=breakdown)
+        """The official evaluators' score (:mod:`.evaluation`) of the calls as they executed."""
+        executed = self._executed(task, trajectory) if isinstance(task.gold, dict) and task.gold.get("calls") else []
+        return score_sample(task, executed, trajectory.final_answer, self.scoring)
 
     def aggregate(self, tasks: list[Task], scores: list[Score]) -> dict[str, float]:
-        """The API-Bank paper's figures: API-call accuracy (correct calls / gold calls), response
-        ROUGE-L (mean over response samples), level-3 sample accuracy, and error-bucket counts."""
+        """The mean score and the API-Bank paper's figures (:func:`.evaluation.paper_metrics`)."""
         metrics = super().aggregate(tasks, scores)
-        metrics = {"n": metrics["n"], **({"score": metrics["score"]} if "score" in metrics else {})}
-        api = [s.breakdown for s in scores if s.breakdown.get("api_total")]
-        if api:
-            metrics["api_samples"] = float(len(api))
-            metrics["api_call_accuracy"] = sum(b["api_correct"] for b in api) / sum(b["api_total"] for b in api)
-            errors = Counter(bucket for b in api for bucket, count in b["errors"].items() for _ in range(count))
-            metrics.update({f"errors/{bucket}": float(count) for bucket, count in sorted(errors.items())})
-        chains = [s.breakdown for t, s in zip(tasks, scores) if t.metadata.get("kind") == "chain"]
-        if chains:
-            metrics["sample_accuracy"] = sum(bool(b.get("sample_correct")) for b in chains) / len(chains)
-        responses = [s.breakdown["rouge_l"] for t, s in zip(tasks, scores) if t.metadata.get("kind") == "response"]
-        if responses:
-            metrics["response_samples"] = float(len(responses))
-            metrics["response_rouge_l"] = sum(responses) / len(responses)
-        return metrics
-
-    def _bucket(self, level: str, gold_call: dict[str, Any], executed) -> str:
-        if executed is None:
-            return "NO_API_CALL"
-        call, result, error = executed
-        if getattr(call, "name", None) != gold_call.get("name"):
-            return "API_NAME_MISMATCH"
-        if error == "unknown_argument":
-            return "INVALID_INPUT_PARAMETER"
-        if error == "missing_argument":
-            return "MISS_INPUT_ARGUMENT"
-        if error == "wrong_type":
-            return "INVALID_PARAMETER_TYPE"
-        if not isinstance(result, dict):
-            return "CHECK_ERROR"
-        gold_result = gold_call.get("result")
-        if not isinstance(gold_result, dict):
-            return "CHECK_ERROR"
-        check = get_check(
-            gold_call["name"],
-            level,
-            delete_meeting_rule=self.scoring.on("delete_meeting_rule"),
-            query_scene_case=self.scoring.on("query_scene_case"),
-        )
-        if check is None:
-            return "CHECK_ERROR"
-        try:
-            ok = bool(check(copy.deepcopy(result), copy.deepcopy(gold_result)))
-        except KeyError:
-            return "KEY_ERROR"
-        except Exception:  # noqa: BLE001 - a rule crashing on odd input = incorrect
-            return "CHECK_ERROR"
-        if ok:
-            return "CORRECT"
-        if result.get("exception"):
-            return "HAS_EXCEPTION"
-        if result.get("output") != gold_result.get("output"):
-            return "OUTPUT_MISMATCH"
-        if result.get("input") != gold_result.get("input"):
-            return "INPUT_MISMATCH"
-        return "OTHER_MISMATCH"
+        mean = {"score": metrics["score"]} if "score" in metrics else {}
+        return {"n": metrics["n"], **mean, **paper_metrics(tasks, scores)}
 
     def family(self, task: Task) -> str:
         meta = task.metadata
@@ -684,143 +483,26 @@ class APIBankAdapter(BenchmarkAdapter):
 
     # -- generated tasks ----------------------------------------------------------------
     def families(self) -> list[str]:
-        return sorted(n for n in LV12_IMPLS if n not in NOT_GENERATED and n in self.data.lv12_specs)
+        return generatable_apis(self.data)
 
     def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
-        spec = self.data.lv12_specs.get(family)
-        if spec is None or family not in self.families():
-            raise ValueError(f"unknown or non-generatable API {family!r}")
-        shown = {k: spec[k] for k in ("name", "description", "input_parameters", "output_parameters")}
-        parts = [
-            f"API: {family}",
-            "Spec: " + json.dumps(shown, ensure_ascii=False),
-            "Today is 2023-03-31 (GetToday). Write the gold call first, so that it succeeds against the records "
-            "below (copy identifiers: usernames, passwords, tokens, ids, codes, dates, exactly), then the user's "
-            "request. The agent sees only the request, so it must state every argument value of the gold call "
-            "(but a token: the dialogue gives the agent the token of its account).",
-        ]
-        db_name = spec.get("database_name")
-        init_db = self.data.init_db
-        accounts = init_db["Account"]
-        db = init_db.get(db_name) if db_name else None
-        needs_token = "token" in (spec.get("input_parameters") or {})
-        users: list[str] = []
-        if db_name and db_name != "Account" and db is not None:
-            excerpt, users = _db_excerpt(db, rng, accounts)
-            parts.append(f"Records of database {db_name}: {excerpt}")
-        if needs_token or db_name == "Account":
-            users = [u for u in dict.fromkeys(users) if u in accounts][:3]
-            users += _sample(rng, [u for u in sorted(accounts) if u not in users], 3 - len(users))
-            shown_accounts = {u: accounts[u] for u in users}
-            parts.append("Accounts (username -> password, token, email): " + json.dumps(shown_accounts))
-            if needs_token:
-                parts.append(
-                    "Put the token of one of these accounts in the gold call; the request need not say it: the "
-                    "dialogue then gives the agent that account's username and password and its GetUserToken call."
-                )
-        return "\n".join(parts)
-
-    def _training_examples(self) -> list[dict[str, Any]]:
-        """The training split's API calls as tasks in ``task_schema`` order, keeping only those whose request gives
-        every argument value (what :meth:`validate_task` asks of a generated task)."""
-        if self._examples is None:
-            accounts = self.data.init_db["Account"]
-            examples = []
-            for item in self.data.training_api_samples:
-                parsed = parse_apibank_call(item.get("output", ""))
-                if parsed is None:
-                    continue
-                name, args = parsed.name, parsed.arguments
-                user = [line for line in item.get("input", "").split("\n") if line.startswith("User:")]
-                if not user:
-                    continue
-                request = user[-1][len("User:") :].strip()
-                request = re.sub(r"\s*TIME:\s*", " (current time: ", request)
-                if "(current time:" in request:
-                    request += ")"
-                if ungrounded_arguments(request, args, accounts):
-                    continue
-                examples.append({"api": name, "gold_call": {"name": name, "arguments": args}, "request": request})
-            self._examples = examples
-        return self._examples
+        return generation_context(self.data, family, rng)
 
     def generation_schema(self, family: str) -> dict[str, Any]:
         """``task_schema`` narrowed to ``family``: its name, and its exact argument names and types."""
-        parameters = copy.deepcopy(self.tool_schema(family)["function"]["parameters"])
-        for prop in parameters["properties"].values():
-            prop.pop("description", None)
-            if prop["type"] == "string":
-                prop["maxLength"] = 64  # every API-Bank value is short; bounded strings always close
-        parameters["additionalProperties"] = False
-        return {
-            "type": "object",
-            "properties": {
-                "api": {"type": "string", "enum": [family]},
-                "gold_call": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string", "enum": [family]}, "arguments": parameters},
-                    "required": ["name", "arguments"],
-                    "additionalProperties": False,
-                },
-                "request": {"type": "string", "minLength": 8, "maxLength": 200},
-            },
-            "required": ["api", "gold_call", "request"],
-            "additionalProperties": False,
-        }
+        return generation_schema(self.tool_schema(family), family)
+
+    def _training_examples(self) -> list[dict[str, Any]]:
+        """The training split's grounded API calls (:func:`.generation.training_examples`), read once."""
+        if self._examples is None:
+            self._examples = training_examples(self.data)
+        return self._examples
 
     def generation_examples(self, family: str, k: int, rng: Any) -> list[dict[str, Any]]:
-        examples = self._training_examples()
-        same = [e for e in examples if e["api"] == family]
-        others = [e for e in examples if e["api"] not in (family, "ToolSearcher")]
-        chosen = _sample(rng, same, min(k, len(same)))
-        chosen += _sample(rng, others, max(0, min(k - len(chosen), len(others))))
-        return copy.deepcopy(chosen[:k])
+        return generation_examples(self._training_examples(), family, k, rng)
 
     def parse_task(self, obj: dict[str, Any], family: str | None = None) -> Task:
-        if not isinstance(obj, dict):
-            raise ValueError("task must be a JSON object")
-        request = obj.get("request")
-        if not isinstance(request, str) or not request.strip():
-            raise ValueError("'request' must be a non-empty string")
-        if len(request) > 4000:
-            raise ValueError("'request' is longer than 4000 characters")
-        gold_call = obj.get("gold_call")
-        if not isinstance(gold_call, dict):
-            raise ValueError("'gold_call' must be an object with 'name' and 'arguments'")
-        name = gold_call.get("name")
-        arguments = gold_call.get("arguments", {})
-        if not isinstance(name, str) or not name:
-            raise ValueError("'gold_call.name' must be a string")
-        if not isinstance(arguments, dict):
-            raise ValueError("'gold_call.arguments' must be an object")
-        api = obj.get("api", name)
-        if api != name:
-            raise ValueError(f"'api' ({api!r}) differs from 'gold_call.name' ({name!r})")
-        if family is not None and name != family:
-            raise ValueError(f"gold call API {name!r} is not the requested family {family!r}")
-        if name not in self.families():
-            raise ValueError(f"unknown or non-generatable API {name!r}")
-        params = self.data.lv12_specs[name].get("input_parameters") or {}
-        unknown = [k for k in arguments if k not in params]
-        if unknown:
-            raise ValueError(f"unknown argument(s) for {name}: {', '.join(map(str, unknown))}")
-        apis = [name]
-        prompt = f"User: {request.strip()}\n"
-        if "token" in params:
-            apis.insert(0, "GetUserToken")
-            prompt += credentials_turns(request, arguments.get("token"), self.data.init_db["Account"])
-        digest = hashlib.sha1(
-            json.dumps({"r": request, "c": gold_call}, sort_keys=True, default=str).encode()
-        ).hexdigest()[:12]
-        return Task(
-            task_id=f"apibank-gen-{name}-{digest}",
-            benchmark=self.name,
-            prompt=prompt,
-            gold={"calls": [{"name": name, "arguments": copy.deepcopy(arguments), "result": None}], "response": None},
-            split="level-1",
-            source="generated",
-            metadata={"level": "level-1", "kind": "api", "api": name, "apis": apis},
-        )
+        return generated_task(self.data, obj, family)
 
     def validate_task(self, task: Task) -> tuple[bool, str]:
         try:
@@ -846,105 +528,6 @@ class APIBankAdapter(BenchmarkAdapter):
 
 # -- helpers ------------------------------------------------------------------------------
 
-_DATE_OR_TIME = re.compile(r"^(?=\d)(\d{4}-\d{2}-\d{2})?[ T]?(\d{2}:\d{2}(:\d{2})?)?$")
-
-
-def ungrounded_arguments(request: str, arguments: Mapping[str, Any], accounts: Mapping[str, Any]) -> list[str]:
-    """Names of the gold arguments whose values a generated request does not give, so that no agent could write the
-    gold call: a value must appear in the request (case and spacing aside); a ``token`` may instead be given by its
-    account's username and password (the agent gets it from GetUserToken). Dates and times are left out: requests
-    say them in words ("March 16th at 7 a.m.") as API-Bank's own dialogues do."""
-
-    def norm(text: str) -> str:
-        return " ".join(text.lower().split())
-
-    said = norm(request)
-
-    def given(value: Any) -> bool:
-        if isinstance(value, bool) or value is None:
-            return True
-        if isinstance(value, (int, float)):
-            return any(form in said for form in {str(value), f"{value:g}", f"{value:,}"})
-        if isinstance(value, str):
-            return not value.strip() or bool(_DATE_OR_TIME.match(value.strip())) or norm(value) in said
-        if isinstance(value, Mapping):
-            return all(given(v) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return all(given(v) for v in value)
-        return True
-
-    missing = []
-    for name, value in arguments.items():
-        if name == "token":
-            owners = [user for user, account in accounts.items() if account.get("token") == value]
-            if not given(value) and not any(given(o) and given(accounts[o].get("password", "")) for o in owners):
-                missing.append("token (nor its account's username and password)")
-        elif not given(value):
-            missing.append(name)
-    return missing
-
-
-def credentials_turns(request: str, token: Any, accounts: Mapping[str, Any]) -> str:
-    """The dialogue turns that give a generated request's token as API-Bank's level-1 dialogues do: the AI asks, the
-    user gives the username and password of the token's account, and the GetUserToken call with its result is in the
-    history, so the agent's one call is the gold one. Empty when the request states the token itself, or when no
-    account holds it (the gold call then fails validation)."""
-    owners = [user for user, account in accounts.items() if account.get("token") == token]
-    if not owners or not ungrounded_arguments(request, {"token": token}, {}):  # no account, or the request states it
-        return ""
-    user, password = owners[0], accounts[owners[0]].get("password", "")
-    return (
-        "AI: Sure. To do that, I need your username and password first.\n"
-        f"User: My username is {user} and my password is {password}.\n"
-        "AI: Thank you. Let me get your token.\n"
-        + history_line("GetUserToken", {"username": user, "password": password}, {"token": token})
-        + "\n"
-    )
-
-
-def _check_described_call(schemas: dict[str, dict[str, Any]], name: Any, arguments: Any) -> dict[str, Any]:
-    """A training-split call checked against the item's schemas; its result has no output (nothing runs)."""
-    if not isinstance(name, str) or name not in schemas:
-        raise ArgumentError("unknown_tool", f"invalid tool name: {_short(name)}")
-    args = normalize_arguments(arguments)
-    params = schemas[name].get("properties") or {}
-    unknown = sorted(str(k) for k in args if k not in params)
-    if unknown:
-        raise ArgumentError("unknown_argument", "invalid parameter name. parameter: " + ", ".join(unknown))
-    missing = [p for p in schemas[name].get("required") or [] if p not in args]
-    if missing:
-        raise ArgumentError("missing_argument", f"missing required argument(s): {', '.join(missing)}")
-    return {"api_name": name, "input": args, "output": None, "exception": None}
-
-
-def _split_kind(split: str) -> tuple[str, str, str]:
-    for level in LEVELS:
-        if split == level:
-            return level, "", ""
-        for kind in ("api", "response"):
-            if split == f"{level}-{kind}" and level != "level-3":
-                return level, "", kind
-    return split, "", "?"
-
-
-def _instruction_apis(instruction: str) -> list[str]:
-    """API names listed after 'API descriptions:' in a test sample's instruction."""
-    _, _, tail = instruction.partition("API descriptions:")
-    names = []
-    for line in tail.strip().splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-            names.append(obj["name"])
-    return names
-
-
-def _clean_prompt(text: str) -> str:
-    text = re.sub(r"\n?Generate (API Request|AI Response):\s*$", "\n", text.rstrip() + "\n")
-    return text.lstrip()
-
 
 def render_result(result: dict[str, Any]) -> str:
     """What the agent reads after a call (mirrors the '->output' of the test prompts)."""
@@ -953,70 +536,7 @@ def render_result(result: dict[str, Any]) -> str:
         text = f"{name} exception: {result['exception']}"
     else:
         text = json.dumps({"api_name": name, "output": result.get("output")}, ensure_ascii=False, default=str)
-    return _short(text, MAX_OBSERVATION_CHARS)
+    return shorten(text, MAX_OBSERVATION_CHARS)
 
 
-def history_line(name: str, params: dict[str, Any], output: Any) -> str:
-    """'API-Request: [Name(k='v')]->output' as in the benchmark prompts."""
-    return f"API-Request: {format_api_request(name, params)}->{output}"
-
-
-_ROLE_PREFIX = re.compile(r"^\s*(?:AI|User)\s*:\s*")
-_SCORER = None
-
-
-def rouge_l(reference: str, hypothesis: str) -> float:
-    """ROUGE-L F1 between the gold reply and the answer (leading 'AI:'/'User:' removed)."""
-    global _SCORER
-    hyp = hypothesis or ""
-    while _ROLE_PREFIX.match(hyp):
-        hyp = _ROLE_PREFIX.sub("", hyp, count=1)
-    hyp = hyp.strip()
-    if not hyp or not (reference or "").strip():
-        return 0.0
-    if _SCORER is None:
-        from rouge_score import rouge_scorer
-
-        _SCORER = rouge_scorer.RougeScorer(["rougeL"])
-    return float(_SCORER.score(reference, hyp)["rougeL"].fmeasure)
-
-
-def _sample(rng: Any, items: list, k: int) -> list:
-    items = list(items)
-    k = max(0, min(k, len(items)))
-    if k == 0:
-        return []
-    if hasattr(rng, "sample"):
-        return rng.sample(items, k)
-    if hasattr(rng, "choice"):
-        idx = rng.choice(len(items), size=k, replace=False)
-        return [items[int(i)] for i in idx]
-    return items[:k]
-
-
-def _db_excerpt(db: Any, rng: Any, accounts: dict[str, Any], limit: int = 2500) -> tuple[str, list[str]]:
-    """A few records of ``db`` as JSON, and the account usernames they mention."""
-    users: list[str] = []
-    if isinstance(db, list):
-        picked: Any = _sample(rng, db, 3)
-    elif isinstance(db, dict) and "raw_documents" in db:
-        picked = [d.get("title") for d in _sample(rng, db["raw_documents"], 6)]
-    elif isinstance(db, dict):
-        picked = {k: db[k] for k in _sample(rng, sorted(db, key=str), 5)}
-        for key, record in picked.items():
-            if key in accounts:
-                users.append(key)
-            elif isinstance(record, dict) and record.get("username") in accounts:
-                users.append(record["username"])
-    else:
-        picked = db
-    text = json.dumps(picked, ensure_ascii=False, default=str)
-    return (text if len(text) <= limit else text[:limit] + "..."), users
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-__all__ = ["APIBankAdapter", "APIBankState", "json_schema_type", "rouge_l", "DIALOGUE_DIRS"]
+__all__ = ["APIBankAdapter", "APIBankState"]

@@ -126,7 +126,7 @@ def coerce_value(
             return int(value)
         if isinstance(value, str) and _INT_RE.fullmatch(value.strip()):
             return int(value.strip())
-        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}")
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {shorten(value)}")
     if t == "float":
         if isinstance(value, bool):
             raise ArgumentError("wrong_type", f"parameter {name!r} must be a number")
@@ -134,7 +134,7 @@ def coerce_value(
             return float(value)
         if isinstance(value, str) and _FLOAT_RE.fullmatch(value.strip()):
             return float(value.strip())
-        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}")
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {shorten(value)}")
     if t == "bool":
         if isinstance(value, bool):
             return value
@@ -175,11 +175,11 @@ def _upstream_text_value(value: str, type_name: str) -> Any:
         return value == "True"
     digits = value if type_name == "int" else value.replace(".", "", 1)
     if not digits.isdigit():
-        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}")
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {shorten(value)}")
     try:  # isdigit() accepts digits int() refuses ('²'): upstream raises ValueError there
         return int(value) if type_name == "int" else float(value)
     except ValueError:
-        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {_short(value)}") from None
+        raise ArgumentError("wrong_type", f"invalid parameter type. parameter: {shorten(value)}") from None
 
 
 def coerce_arguments(
@@ -198,7 +198,7 @@ def coerce_arguments(
     out: dict[str, Any] = {}
     for key, value in arguments.items():
         if not isinstance(key, str) or key not in input_parameters:
-            raise ArgumentError("unknown_argument", f"invalid parameter name. parameter: {_short(key)}")
+            raise ArgumentError("unknown_argument", f"invalid parameter name. parameter: {shorten(key)}")
         out[key] = coerce_value(
             key,
             value,
@@ -232,7 +232,8 @@ def normalize_arguments(arguments: Any) -> dict[str, Any]:
     raise ArgumentError("wrong_type", "arguments must be an object of parameter names to values")
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def shorten(value: Any, limit: int = 80) -> str:
+    """``value`` (its ``repr`` unless text) cut to ``limit`` characters, ``...`` marking a cut."""
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 

@@ -19,7 +19,7 @@ from typing import Any
 from genenv.benchmarks.base import Task
 from genenv.toolcalls import parse_apibank_call
 
-from .calls import json_schema_type
+from .calls import ArgumentError, json_schema_type, normalize_arguments, shorten
 
 __all__ = ["TRAIN_LEVEL", "call_matches", "training_tasks"]
 
@@ -104,3 +104,18 @@ def call_matches(gold: dict[str, Any], name: Any, arguments: Any) -> bool:
     want = {str(k): str(v).strip() for k, v in (gold.get("arguments") or {}).items()}
     got = {str(k): str(v).strip() for k, v in arguments.items()}
     return want == got
+
+
+def check_described_call(schemas: dict[str, dict[str, Any]], name: Any, arguments: Any) -> dict[str, Any]:
+    """A training-split call checked against the item's schemas; its result has no output (nothing runs)."""
+    if not isinstance(name, str) or name not in schemas:
+        raise ArgumentError("unknown_tool", f"invalid tool name: {shorten(name, 200)}")
+    args = normalize_arguments(arguments)
+    params = schemas[name].get("properties") or {}
+    unknown = sorted(str(k) for k in args if k not in params)
+    if unknown:
+        raise ArgumentError("unknown_argument", "invalid parameter name. parameter: " + ", ".join(unknown))
+    missing = [p for p in schemas[name].get("required") or [] if p not in args]
+    if missing:
+        raise ArgumentError("missing_argument", f"missing required argument(s): {', '.join(missing)}")
+    return {"api_name": name, "input": args, "output": None, "exception": None}
