@@ -326,7 +326,7 @@ def test_skipping_zero_advantage_steps_leaves_weights_and_moments_alone(tmp_path
     assert metrics["skipped_batches"] == 2 and metrics["steps"] == 3
     for (name, p), q in zip(filtered.model.named_parameters(), alone.model.parameters()):
         # AdamW's first step is about lr * sign(gradient), so a rounding difference in a near-zero gradient entry
-        # shows up enlarged: up to 1.3e-5 on an AMD EPYC (session 25), against the 1e-2 of a step
+        # shows up enlarged: up to 1.3e-5 on an AMD EPYC (2026-11-28, 4a22b90), against the 1e-2 of a step
         assert torch.allclose(p, q, rtol=0, atol=1e-4), name
     drift = max((p - q).abs().max().item() for p, q in zip(trl.model.parameters(), filtered.model.parameters()))
     assert drift > 1e-3  # learning rate 1e-2: the momentum step is of that order, ten times the rounding allowed

@@ -104,8 +104,8 @@ TESTBEDS: dict[str, list[str]] = {
         # warm start and after epochs 1, 3, 5 and 7
         "coevolution.validation_every=2",
         "agent.num_generations=8",
-        # LoRA at the config's 2e-5 left held-out flat over 3 epochs in session 8 (0.428, 0.437, 0.425, 0.426 with
-        # 210 items, about +/- 0.03): 5x that, a usual LoRA rate, so that the curricula can differ at all
+        # LoRA at the config's 2e-5 left held-out flat over 3 epochs (2026-11-25, 2db21f7: 0.428, 0.437, 0.425, 0.426
+        # with 210 items, about +/- 0.03): 5x that, a usual LoRA rate, so that the curricula can differ at all
         "agent.learning_rate=1e-4",
         "agent.temperature=0.6",
         "agent.max_new_tokens=128",
