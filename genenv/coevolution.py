@@ -57,6 +57,7 @@ from genenv.agents.warm_start import (
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, logged_epochs
 from genenv.config import check_types
+from genenv.console import EPOCHS, epoch_line
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
 from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, WrittenOnce
 from genenv.envs.simulator import Proposal, Simulator
@@ -319,7 +320,7 @@ class CoEvolutionTrainer:
                 metrics = self.run_epoch(epoch)
                 history.append(metrics)
                 if self.is_main:
-                    logger.info("epoch %d: %s", epoch, json.dumps(_short(metrics)))
+                    EPOCHS.info(epoch_line(metrics))
             if self.is_main:
                 self.reporter.close()
         finally:
@@ -673,8 +674,3 @@ def _reason_counts(proposals: list[Proposal]) -> dict[str, int]:
 
 def _mean_tokens(tokenizer: Any, texts: list[str]) -> float | None:
     return float(np.mean([len(tokenizer(text)["input_ids"]) for text in texts])) if texts else None
-
-
-def _short(metrics: dict[str, Any]) -> dict[str, Any]:
-    keys = ("epoch", "p_hat", "r_env", "fresh_tasks", "rejects", "seconds")
-    return {key: metrics.get(key) for key in keys}

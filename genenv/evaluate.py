@@ -25,11 +25,11 @@ from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from genenv.agents.agent import Agent, Episode
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
+from genenv.console import progress as progress_bar
 from genenv.envs.tool_env import ToolEnv
 from genenv.llm.engines import build_engine, resolve_engine
 from genenv.llm.generation import SamplingConfig
@@ -56,7 +56,7 @@ def evaluate(
     played: dict[int, Episode] = {}
     envs = [ToolEnv(adapter, tasks=tasks, max_turns=max_turns) for _ in range(min(batch_size, len(tasks)))]
     order = length_order(adapter, tasks)
-    bar = tqdm(total=len(tasks), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
+    bar = progress_bar(total=len(tasks), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
     for start in range(0, len(tasks), batch_size):
         chunk = order[start : start + batch_size]
         played.update(zip(chunk, agent.rollout(envs[: len(chunk)], [tasks[i] for i in chunk], seed=seed + start)))
@@ -116,7 +116,9 @@ def evaluate_with_journal(
     if done:
         logger.info("%s: continuing, %d of %d tasks already played", path, len(done), len(tasks))
     order = length_order(adapter, tasks)
-    bar = tqdm(total=len(tasks), initial=len(done), desc=f"evaluate {adapter.name}", unit="task", disable=not progress)
+    bar = progress_bar(
+        total=len(tasks), initial=len(done), desc=f"evaluate {adapter.name}", unit="task", disable=not progress
+    )
     batch = -1 if pool.committed_epoch is None else pool.committed_epoch
     for start in range(0, len(tasks), batch_size):
         todo = [tasks[i] for i in order[start : start + batch_size] if tasks[i].task_id not in done]

@@ -2,11 +2,13 @@
 
 Resume an interrupted run from its last complete checkpoint with
 ``python -m genenv.train +bench=apibank run_dir=RUN_DIR resume=true``.
+
+The console shows one progress display and one line per epoch (:mod:`genenv.console`); everything else logged,
+TRL's per-step log dicts included, goes to ``RUN_DIR/train.log``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from genenv.agents.warm_start import WarmStartConfig
 from genenv.checkpoints import read_metrics
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
+from genenv.console import RunDisplay, quiet_console
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve
 from genenv.plot import plot_learning_curve
@@ -55,25 +58,18 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    quiet_console()
     config = genenv_config(cfg)
     trainer = CoEvolutionTrainer(config, resume=bool(cfg.resume))
-    history = trainer.train()
+    with RunDisplay(config.epochs, start_epoch=trainer.start_epoch, enabled=trainer.is_main):
+        trainer.train()
     if not trainer.is_main:
         return
-    for metrics in history:
-        validation = metrics["validation"].get("score")
-        print(
-            f"epoch {metrics['epoch']}: p_hat={metrics['p_hat']} r_env={metrics['r_env']:.3f} "
-            f"fresh tasks={metrics['fresh_tasks']} rejects={metrics['rejects']} "
-            f"validation={validation} ({metrics['seconds']:.0f} s)"
-        )
-    metrics = read_metrics(config.run_dir)
-    print(format_curve(held_out_curve(metrics)))
+    print(format_curve(held_out_curve(read_metrics(config.run_dir))))
     png = plot_learning_curve([Path(config.run_dir)], Path(config.run_dir))
     if png is not None:
         print(f"learning curve: {png}")
-    print(f"run folder: {config.run_dir} (metrics.jsonl, pools/, checkpoints/)")
-    print(json.dumps({"epochs_run": len(history), "next_epoch": trainer.start_epoch + len(history)}))
+    print(f"run folder: {config.run_dir} (metrics.jsonl, train.log, pools/, checkpoints/)")
 
 
 if __name__ == "__main__":

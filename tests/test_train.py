@@ -217,7 +217,7 @@ def test_validation_limit_zero_trains_without_held_out_scoring(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     (metrics,) = read_metrics(tmp_path)
     assert metrics["validation"] == {} and metrics["validation_start"] == {}
-    assert "validation=None" in result.stdout and "no held-out scores" in result.stdout
+    assert "held-out=-" in result.stdout and "no held-out scores" in result.stdout
     with pytest.raises(ValueError, match="coevolution.validation_limit must be >= 0, got -1"):
         tiny_config(tmp_path / "x", validation_limit=-1)
 
@@ -263,6 +263,24 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
         "agent.gradient_accumulation_steps=1",
         *extra,
     ]
+
+
+def test_the_console_shows_one_display_and_a_line_per_epoch_and_the_log_file_the_steps(tmp_path):
+    """``genenv.train`` prints one line per epoch and one progress display; TRL's per-step log dicts and
+    third-party deprecation warnings are kept out of the console, and the steps are in ``train.log``."""
+    data_dir("apibank")
+    command = _train_command(tmp_path, "coevolution.epochs=2", "warm_start.max_examples=2")
+    result = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    epochs = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in epochs] == ["epoch 0", "epoch 1"]
+    assert all(f in line for line in epochs for f in ("p_hat=", "in band=", "agent reward=", "held-out="))
+    console = result.stdout + result.stderr
+    assert "'loss'" not in console and '"loss"' not in console and "learning_rate" not in console
+    assert "FutureWarning" not in console and "DeprecationWarning" not in console
+    assert "co-evolution" in result.stderr and "%|" not in result.stderr  # no tqdm bar but the run's display
+    log = (tmp_path / "train.log").read_text(encoding="utf-8")
+    assert "agent GRPO step 1: {" in log and "warm start step 1: {" in log and "epoch 1: p_hat=" in log
 
 
 def test_sigkill_mid_epoch_then_resume(tmp_path):

@@ -59,6 +59,7 @@ import torch
 from genenv.agents.rollout import Episode, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
+from genenv.console import step_log_callback
 from genenv.envs.tool_env import render_prompt
 from genenv.llm.engines import Engine, build_engine, resolve_engine
 from genenv.llm.engines import hf as hf_engine
@@ -140,7 +141,7 @@ class GRPOAgentConfig:
         report_to: transformers reporting integrations (``[]``: none).
         logging_steps: TRL logging interval in optimizer steps; 1 so every step's metrics are collected.
         disable_tqdm: hide the transformers progress bar and its printed logs (:meth:`GRPOAgentTrainer.train`
-            returns the metrics).
+            returns the metrics; each step's log dict is logged to ``genenv.steps``).
         env_kwargs: extra ``ToolEnv`` keyword arguments (e.g. ``max_observation_chars``).
         grpo_kwargs: any other :class:`trl.GRPOConfig` field (e.g. ``loss_type``, ``epsilon``,
             ``num_iterations``, ``scale_rewards``, ``max_grad_norm``); they override the values set here.
@@ -442,7 +443,7 @@ class GRPOAgentTrainer:
                 processing_class=self.tokenizer,
                 peft_config=peft_config,
                 rollout_func=self._rollout_func,
-                callbacks=[self._metrics.callback],
+                callbacks=[self._metrics.callback, step_log_callback("agent GRPO")],
             )
         self.trainer.skip_zero_advantage = config.skip_zero_advantage
         self.trainer.skip_zero_advantage_steps = config.skip_zero_advantage_steps

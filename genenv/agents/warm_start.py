@@ -24,6 +24,7 @@ import torch
 from genenv.agents.rollout import ToolSuffix, few_shot_conversation
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
+from genenv.console import step_log_callback
 from genenv.envs.expert import expert_conversation
 from genenv.llm.generation import render_chat
 
@@ -204,6 +205,7 @@ class WarmStartTrainer:
             train_dataset=Dataset.from_list(rows),
             processing_class=self.tokenizer,
             data_collator=DataCollatorForLanguageModeling(pad_token_id=self.tokenizer.pad_token_id),
+            callbacks=[step_log_callback("warm start")],
         )
         from transformers import PrinterCallback
 

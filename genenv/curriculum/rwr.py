@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from genenv.config import check_types
+from genenv.console import progress
 from genenv.curriculum.reward import rwr_weight
 from genenv.llm.generation import render_chat
 from genenv.llm.models import Policy
@@ -379,7 +379,7 @@ class RWRTrainer:
         # The reference forward is needed for the penalty or the cap; without either, KL is not measured.
         with_reference = capped or cfg.kl_coef > 0
         steps_planned = cfg.epochs * math.ceil(len(encoded) / cfg.batch_size)
-        bar = tqdm(total=steps_planned, desc="simulator RWR", unit="step", leave=False)
+        bar = progress(total=steps_planned, desc="simulator RWR", unit="step", leave=False)
         try:
             for epoch in range(cfg.epochs):
                 order = np.random.default_rng([cfg.seed, self.updates, epoch]).permutation(len(encoded))

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from tqdm import tqdm
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.checkpoints import POOL_DRAFT
+from genenv.console import progress
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.pools import JsonlPool, TaskPool
 
@@ -95,7 +95,7 @@ class WrittenEachEpoch:
             scored = self.pool.scored_outputs(lambda task: self.adapter.family(Task.from_dict(task)), SCORED_TASKS)
         shown = success if self.conditioned else None
         rounds = simulator_rounds(simulator, self.generation_rounds, wanted)
-        for _ in tqdm(range(rounds), desc="simulator", unit="batch", leave=False):
+        for _ in progress(range(rounds), desc="simulator", unit="batch", leave=False):
             if len(valid) >= wanted:
                 break
             batch = simulator.propose(self.adapter, rng=rng, success=shown, own_examples=own_examples, scored=scored)
@@ -179,7 +179,7 @@ class WrittenOnce:
         if read:
             logger.info("pool: %d batches read from the draft (%d valid tasks of %d)", read, len(valid), self.size)
         used = read
-        for batch_index in tqdm(range(read, rounds), desc="pool", unit="batch", leave=False):
+        for batch_index in progress(range(read, rounds), desc="pool", unit="batch", leave=False):
             if len(valid) >= self.size:
                 break
             rng = np.random.default_rng([self.seed, POOL_STREAM, batch_index])
