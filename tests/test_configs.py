@@ -61,7 +61,7 @@ def test_accelerate_configs_load(path):
 
 @pytest.mark.parametrize("model,few_shot", [("smollm2", "generic"), ("qwen05", "own"), ("tiny", "generic")])
 def test_main_job_config(model, few_shot):
-    """README command 1: base data and a warm start, the held-out split, the model's own few-shot setting."""
+    """README's main job: base data and a warm start, the held-out split, the model's own few-shot setting."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["+bench=reasoning_gym", f"model={model}", "run_dir=/tmp/unused"])
     config = genenv_config(cfg)

@@ -209,8 +209,8 @@ def test_held_out_every_second_epoch_and_the_last(tmp_path):
 
 
 def test_validation_limit_zero_trains_without_held_out_scoring(tmp_path):
-    """README's advice under ZeRO-3, ``coevolution.validation_limit=0``: no held-out task is scored, and the run's
-    report says so."""
+    """docs/distributed.md's advice under ZeRO-3, ``coevolution.validation_limit=0``: no held-out task is scored,
+    and the run's report says so."""
     data_dir("apibank")
     command = _train_command(tmp_path, "coevolution.epochs=1", "coevolution.validation_limit=0")
     result = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True)

@@ -121,7 +121,7 @@ def candidate_kind(label: str) -> str:
 
 
 def deviation(item: dict[str, Any], mine: dict[str, Any], official: dict[str, Any]) -> str | None:
-    """The documented deviation (README, BFCL section) a disagreement falls under, or ``None``."""
+    """The documented deviation (docs/benchmarks/bfcl.md) a disagreement falls under, or ``None``."""
     request = item["request"]
     if request["kind"] == "relevance":
         irrelevance = "irrelevance" in request["category"]

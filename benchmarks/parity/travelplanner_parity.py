@@ -221,7 +221,7 @@ def compare(mine: dict, official: dict) -> list[str]:
 
 
 def deviation(mine: dict, official: dict) -> str | None:
-    """The documented deviation (README, TravelPlanner section) a disagreement falls under, or ``None``."""
+    """The documented deviation (docs/benchmarks/travelplanner.md) a disagreement falls under, or ``None``."""
     if "raised" in official and any("could not be checked" in r for r in mine.get("reasons", {}).values()):
         return "upstream_raises_genenv_fails_the_check"
     return None

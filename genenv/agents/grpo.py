@@ -134,7 +134,7 @@ class GRPOAgentConfig:
         engine_sync_every: optimizer steps between weight syncs into a CTranslate2 engine (1: every step, the
             engine always samples from the current policy); the first rollout of each :meth:`GRPOAgentTrainer.train`
             call always checks. 4 by measurement on SmolLM2: a sync costs 29 s in int8 (9 s in float32) against
-            a GRPO step of about 60-120 s on 2 shared cores (README "Engines").
+            a GRPO step of about 60-120 s on 2 shared cores (docs/engines.md).
         vllm_mode: ``"colocate"`` or ``"server"`` (TRL's ``vllm_mode``).
         bf16: mixed precision; ``None`` means bfloat16 on a CUDA device that supports it, off on CPU (TRL
             defaults to True, which fails on CPU).

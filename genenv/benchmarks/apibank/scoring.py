@@ -31,7 +31,7 @@ from genenv.toolcalls import parse_apibank_call, parse_tool_calls
 
 MODES = ("official", "genenv")
 
-#: name -> what it changes and why (README lists the same).
+#: name -> what it changes and why (docs/benchmarks/apibank.md lists the same).
 DEVIATIONS: dict[str, str] = {
     "list_arguments": (
         "list and dict parameters written as text are parsed as literals (never evaluated); upstream hands "
