@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from genenv.agents.dynamic_sampling import GroupFilterStats, Refill, TaskQueue, fill_informative
 from genenv.agents.rollout import Episode, RolloutBatch, play_episodes
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.config import check_types
@@ -159,6 +160,12 @@ class GRPOAgentConfig:
             steps. On: those micro-batches leave no gradient, so AdamW skips every weight and its moments, as if
             the group had been filtered out before the step (the filter of DAPO's dynamic sampling, without
             refilling the batch). Off: TRL's update.
+        dynamic_sampling: DAPO's dynamic sampling (:mod:`genenv.agents.dynamic_sampling`): groups whose G rewards
+            are all equal are dropped and the step's batch is refilled with further tasks until all its
+            ``tasks_per_step`` places hold informative groups. One process only.
+        dynamic_sampling_max_rounds: generation rounds a step may play, its first included (DAPO's
+            ``max_num_gen_batches``); when they run out the batch keeps uninformative groups (zero advantage) and
+            the metrics count it under ``groups/exhausted``.
     """
 
     num_generations: int = 4
@@ -193,6 +200,8 @@ class GRPOAgentConfig:
     grpo_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_zero_advantage: bool = True
     skip_zero_advantage_steps: bool = False
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = 4
 
     def __post_init__(self) -> None:
         check_types(self, "agent")
@@ -210,6 +219,8 @@ class GRPOAgentConfig:
             raise ValueError(f"agent.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.engine_compute_type not in COMPUTE_TYPES:
             raise ValueError(f"agent.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
+        if self.dynamic_sampling_max_rounds < 1:
+            raise ValueError(f"agent.dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}")
         if self.engine_sync_every < 1:
             raise ValueError(f"agent.engine_sync_every must be >= 1, got {self.engine_sync_every}")
         if (self.per_device_train_batch_size * self.gradient_accumulation_steps) % self.num_generations:
@@ -430,6 +441,8 @@ class GRPOAgentTrainer:
         self.train_calls = 0
         self._rng = random.Random(config.seed)
         self._call_tokens = {"prompt_tokens": 0, "completion_tokens": 0, "env_tokens": 0}
+        self._queue: TaskQueue | None = None  # dynamic sampling's task queue in the current train() call
+        self.group_stats = GroupFilterStats()  # dynamic sampling in the last train() call
 
         placeholder = Dataset.from_dict({"prompt": [""], "task": ["{}"]})
         trainer_cls = _make_trainer_class()
@@ -513,28 +526,49 @@ class GRPOAgentTrainer:
         return self.engine.generator(sampling, logprobs=True)
 
     def _rollout_func(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        """TRL ``rollout_func``: plays the tasks of this generation batch's rows in ToolEnv."""
+        """TRL ``rollout_func``: plays the tasks of this generation batch's rows in ToolEnv (with dynamic sampling,
+        tasks from the call's :class:`~genenv.agents.dynamic_sampling.TaskQueue` until the batch is informative)."""
         rows = trainer._genenv_rows
         if rows is None or len(rows) != len(prompts):
             raise RuntimeError("rollout_func called without its dataset rows (TRL internals changed?)")
         tasks = [Task.from_dict(json.loads(row["task"])) for row in rows]
-        batch = play_episodes(
-            self.adapter,
-            tasks,
-            self.tokenizer,
-            self._generator(),
-            eos_token_ids=trainer.eos_token_ids,
-            max_turns=self.config.max_turns,
-            max_completion_length=self.config.max_completion_length,
-            few_shot=self.config.few_shot,
-            env_kwargs=self.config.env_kwargs,
-        )
+        generate = self._generator()
+
+        def play(batch_tasks: list[Task]) -> RolloutBatch:
+            batch = play_episodes(
+                self.adapter,
+                batch_tasks,
+                self.tokenizer,
+                generate,
+                eos_token_ids=trainer.eos_token_ids,
+                max_turns=self.config.max_turns,
+                max_completion_length=self.config.max_completion_length,
+                few_shot=self.config.few_shot,
+                env_kwargs=self.config.env_kwargs,
+            )
+            self.episodes.extend(batch.episodes)
+            for key, value in batch.token_counts.items():
+                self._call_tokens[key] += value
+            return batch
+
+        if self._queue is None:
+            batch = play(tasks)
+        else:
+            group = self.config.num_generations
+            own = tasks[::group]  # rows hold each task G times in a row (TRL's RepeatSampler)
+            first = self._queue.take(len(own))
+            first += own[len(first) :]  # a refill that ran dry: the rows' own tasks take the places left
+            batch, stats = fill_informative(
+                lambda ts: play([t for t in ts for _ in range(group)]),
+                first,
+                group,
+                self._queue,
+                self.config.dynamic_sampling_max_rounds,
+            )
+            self.group_stats.add(stats)
         if batch.logprobs is not None and not trainer.use_vllm:
             trainer.correct_engine_logprobs()
         self.last_rollout = batch
-        self.episodes.extend(batch.episodes)
-        for key, value in batch.token_counts.items():
-            self._call_tokens[key] += value
         return rollout_to_trl(batch)
 
     # -- data -----------------------------------------------------------------------------------
@@ -551,9 +585,16 @@ class GRPOAgentTrainer:
         return Dataset.from_dict({"prompt": prompts, "task": [json.dumps(t.to_dict()) for t in rows]})
 
     # -- training -------------------------------------------------------------------------------
-    def train(self, tasks: list[Task], steps: int | None = None) -> dict[str, float]:
+    def train(self, tasks: list[Task], steps: int | None = None, refill: Refill | None = None) -> dict[str, float]:
         """Run GRPO on ``tasks``: one pass (each task in one group of G episodes; the last step is filled by
         cycling the list) or ``steps`` optimizer steps (cycling the tasks as needed).
+
+        With ``dynamic_sampling`` the steps are as many, but each step's tasks are drawn from ``tasks`` (shuffled)
+        and then from ``refill(n)`` (new tasks of the same source; without it, further passes over ``tasks``) until
+        its batch holds ``tasks_per_step`` informative groups or ``dynamic_sampling_max_rounds`` rounds are played
+        (:mod:`genenv.agents.dynamic_sampling`); the metrics then add ``groups/*`` (played, informative, kept,
+        filled, extra episodes, refill rounds, exhausted batches) and :attr:`episodes` holds every episode played,
+        the dropped groups' too.
 
         Returns metrics (floats): ``steps``, ``episodes``, ``reward`` / ``reward_std`` (adapter scores of the
         episodes trained on), ``solved`` (fraction with score 1), ``turns`` (mean agent turns), ``loss``,
@@ -586,6 +627,12 @@ class GRPOAgentTrainer:
         self.sync_seconds = []
         self.trainer.skipped_batches = 0
         self.episodes = []
+        self.group_stats = GroupFilterStats()
+        self._queue = None
+        if self.config.dynamic_sampling:
+            if trainer.accelerator.num_processes > 1:  # TRL splits a group's G episodes over processes
+                raise ValueError("agent.dynamic_sampling runs in one process (a group's episodes must stay together)")
+            self._queue = TaskQueue(tasks, refill, seed=self.config.seed + self.train_calls)
         self._call_tokens = {key: 0 for key in self._call_tokens}
         self._metrics.reset()
         start = time.perf_counter()
@@ -623,6 +670,8 @@ class GRPOAgentTrainer:
             "skipped_batches": float(self.trainer.skipped_batches),
             **{key: float(value) for key, value in self._call_tokens.items()},
         }
+        if self.config.dynamic_sampling:
+            metrics.update({f"groups/{key}": value for key, value in self.group_stats.to_dict().items()})
         if self.config.beta != 0.0:
             metrics["kl"] = _mean([log["kl"] for log in step_logs if "kl" in log])
         keys = sorted({k for log in step_logs for k, v in log.items() if isinstance(v, (int, float))})

@@ -122,6 +122,31 @@ class RolloutBatch:
     rewards: list[float]
     episodes: list[Episode]
 
+    def select(self, rows: Sequence[int]) -> RolloutBatch:
+        """The episodes at ``rows``, in that order."""
+        logprobs = None if self.logprobs is None else [self.logprobs[i] for i in rows]
+        return RolloutBatch(
+            [self.prompt_ids[i] for i in rows],
+            [self.completion_ids[i] for i in rows],
+            [self.env_mask[i] for i in rows],
+            logprobs,
+            [self.rewards[i] for i in rows],
+            [self.episodes[i] for i in rows],
+        )
+
+    @staticmethod
+    def concat(batches: Sequence[RolloutBatch]) -> RolloutBatch:
+        """One batch of the episodes of ``batches``, in order (log-probabilities only if every batch has them)."""
+        have_logprobs = all(b.logprobs is not None for b in batches)
+        return RolloutBatch(
+            [ids for b in batches for ids in b.prompt_ids],
+            [ids for b in batches for ids in b.completion_ids],
+            [mask for b in batches for mask in b.env_mask],
+            [lp for b in batches for lp in b.logprobs] if have_logprobs else None,
+            [r for b in batches for r in b.rewards],
+            [e for b in batches for e in b.episodes],
+        )
+
     @property
     def token_counts(self) -> dict[str, int]:
         """Prompt tokens, model-sampled completion tokens and tool-response (masked) tokens, summed."""
