@@ -16,9 +16,11 @@ from genenv.benchmarks.reasoning_gym import (  # noqa: E402
     HELD_OUT_SEED,
     ReasoningGymAdapter,
     extract_answer,
+    extract_tagged_answer,
     generate_entry,
     parse_family_entry,
 )
+from genenv.benchmarks.reasoning_gym_expressions import parse_expression  # noqa: E402
 from genenv.checkpoints import latest_checkpoint  # noqa: E402
 from genenv.coevolution import CoEvolutionTrainer  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
@@ -337,3 +339,42 @@ def test_expert_trace_of_every_base_task_scores_full_and_shows_the_expression():
         reply = expert[-1]["content"]
         assert reply.endswith(f" = {task.gold['answer']}") and reply.partition(" = ")[0] in task.prompt
     assert expert_messages(base, Task("x", "reasoning_gym", "p", gold=None)) is None
+
+
+def test_worked_expert_traces_show_each_operation_and_score_full():
+    """``answer_format="worked"``: every base task's expert trace works the expression out one operation a step,
+    each step's value is right, and the tagged answer scores 1.0 when replayed through ToolEnv."""
+    worked = get_benchmark(
+        "reasoning_gym", families=["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"], answer_format="worked"
+    )
+    for task in worked.load_tasks("train"):
+        reply = expert_messages(worked, task)[-1]["content"]
+        working, _, tagged = reply.rpartition("\n")
+        assert tagged == f"<answer>{task.gold['answer']}</answer>", task.task_id
+        steps = working.split(" = ")
+        assert steps[-1] == task.gold["answer"] and len(steps) >= 2
+        assert {parse_expression("basic_arithmetic", step).value for step in steps[:-1] if " " in step} <= {
+            int(steps[-1])
+        }
+        assert replay_expert(worked, task)[1].value == 1.0, task.task_id
+    assert "<answer>" in worked.system_prompt(task)
+
+
+def test_worked_answers_are_read_as_reasoning_gym_reads_them():
+    """Only the last ``<answer>...</answer>`` counts (case-sensitive, stripped, as reasoning-gym's extract_answer);
+    working without the tag, or a tag left open, is no answer; the default format still reads plain answers."""
+    worked = ReasoningGymAdapter(families=["chain_sum@0"], answer_format="worked", **SIZES)
+    plain = ReasoningGymAdapter(families=["chain_sum@0"], **SIZES)
+    task = worked.load_tasks("test")[0]
+    gold = task.gold["answer"]
+
+    def score(adapter, text):
+        return adapter.score(task, Trajectory(final_answer=text)).value
+
+    assert extract_tagged_answer(f"1 + 1 = 2\n<answer> {gold} </answer>") == gold
+    assert score(worked, f"working <answer>0</answer> more working <answer>{gold}</answer>") == 1.0
+    assert score(worked, f"<answer>{gold}</answer> on second thought <answer>{int(gold) + 1}</answer>") == 0.0
+    assert score(worked, f"the answer is {gold}") == 0.0 and score(plain, f"the answer is {gold}") == 1.0
+    assert score(worked, f"<answer>{gold}") == 0.0 and score(worked, f"<ANSWER>{gold}</ANSWER>") == 0.0
+    with pytest.raises(ValueError, match="answer_format"):
+        ReasoningGymAdapter(families=["chain_sum@0"], answer_format="essay")

@@ -18,6 +18,7 @@ from genenv.benchmarks.reasoning_gym_expressions import (  # noqa: E402
     FAMILIES,
     expression_pattern,
     parse_expression,
+    worked_steps,
 )
 from genenv.envs.expert import replay_expert  # noqa: E402
 from genenv.llm.constrained import json_schema_constraint  # noqa: E402, F401  (patches lm-format-enforcer's import)
@@ -191,3 +192,42 @@ def test_env_plays_a_written_task():
     assert info["task"]["source"] == "generated" and info["family"] == "chain_sum@1"
     _, reward, terminated, _, _ = env.step("<answer>27</answer>")
     assert terminated and reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("family", "text", "steps"),
+    [
+        ("basic_arithmetic", "3 + 4 * 2", ["3 + 4 * 2", "3 + 8", "11"]),
+        ("basic_arithmetic", "10 - ( 3 - 2 )", ["10 - ( 3 - 2 )", "10 - 1", "9"]),
+        ("basic_arithmetic", "-33 / 11 + -22", ["-33 / 11 + -22", "-3 + -22", "-25"]),
+        ("basic_arithmetic", "-( 3 - 5 ) * 2", ["-( 3 - 5 ) * 2", "2 * 2", "4"]),
+        ("basic_arithmetic", "( -9 / 9 )", ["( -9 / 9 )", "-1"]),
+        ("chain_sum", "12 + 34 - 5", ["12 + 34 - 5", "46 - 5", "41"]),
+        ("products", "58 * 26", ["58 * 26", "58 * 20 + 58 * 6", "1160 + 58 * 6", "1160 + 348", "1508"]),
+        ("products", "26 * 40", ["26 * 40", "1040"]),
+        ("basic_arithmetic", "-41 - 12 * 34", ["-41 - 12 * 34", "-41 - ( 12 * 30 + 12 * 4 )",
+                                               "-41 - ( 360 + 12 * 4 )", "-41 - ( 360 + 48 )", "-41 - 408", "-449"]),
+    ],
+)  # fmt: skip
+def test_worked_steps_carry_out_one_operation_a_step(family, text, steps):
+    assert worked_steps(family, text) == steps
+    assert all(step_value(step) == int(steps[-1]) for step in steps[:-1])
+
+
+def step_value(step: str) -> int:
+    """The value of one step of a working (any of the four operations; ``-( -2 )`` is a step too)."""
+    return parse_expression("basic_arithmetic", step if len(re.findall(r"\d+", step)) > 1 else f"0 + {step}").value
+
+
+def test_worked_steps_of_every_family_item_keep_the_value():
+    """Each step of the working of the families' own items is an expression of the same value (the grammar allows
+    the steps: negative results are literals, parentheses stay where precedence needs them)."""
+    for family in FAMILIES:
+        for level in range(3):
+            for seed in range(20):
+                expression = generate_entry(family, level, seed)["metadata"]["expression"]
+                steps = worked_steps(family, expression)
+                value = parse_expression(family, expression).value
+                assert steps[-1] == str(value) and steps[0] == parse_expression(family, expression).text
+                for step in steps[1:-1]:
+                    assert step_value(step) == value, (expression, step)

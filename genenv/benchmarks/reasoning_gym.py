@@ -52,6 +52,18 @@ backticks and ``**``, and a trailing period when the answer is one word. The sco
 ``score_answer(extracted, entry)`` (1.0 exact, some families give partial credit); ``solved`` in the
 breakdown is 1.0 only for a full score.
 
+Worked answers (``answer_format="worked"``)
+-------------------------------------------
+By default (``answer_format="answer"``) the prompt asks for only the final answer, and the expert trace of an
+arithmetic item is ``expression = answer``: one line with nothing to reason over, so a small agent's attempts at a
+task mostly all agree, and GRPO has few groups whose rewards differ. ``answer_format="worked"`` asks the agent to work
+the problem out and to give the answer as ``<answer>...</answer>``, as reasoning-gym's own default system prompt
+does, and reads the reply the way reasoning-gym's ``extract_answer`` does: the text of the last
+``<answer>...</answer>`` (stripped), and no answer without one; the scorer sees only that text. The expert trace of an
+arithmetic item then carries the working, one operation a step
+(:func:`~genenv.benchmarks.reasoning_gym_expressions.worked_steps`): ``12 + 34 - 5`` becomes
+``12 + 34 - 5 = 46 - 5 = 41`` and then ``<answer>41</answer>``.
+
 Partial credit (a deviation, switchable)
 ----------------------------------------
 The official ``score_answer`` of many families (``basic_arithmetic`` among them) gives ``len(gold) / len(answer)``
@@ -78,7 +90,7 @@ from typing import Any, ClassVar
 
 from .base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajectory, register_benchmark
 from .reasoning_gym_expressions import FAMILIES as EXPRESSION_FAMILIES
-from .reasoning_gym_expressions import expression_pattern, parse_expression
+from .reasoning_gym_expressions import expression_pattern, parse_expression, worked_steps
 
 try:
     import reasoning_gym  # noqa: F401  (registers the datasets)
@@ -103,6 +115,8 @@ DEFAULT_FAMILIES = ("basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2")
 MAX_EXAMPLE_CHARS = 160
 #: what the simulator writes for a generated task: a seed that picks an item, or the item's expression
 TASK_SPECS = ("seed", "expression")
+#: what the agent is asked to write: only the final answer, or its working and then ``<answer>...</answer>``
+ANSWER_FORMATS = ("answer", "worked")
 EXPRESSION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -114,6 +128,8 @@ EXPRESSION_SCHEMA: dict[str, Any] = {
 }
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+#: reasoning-gym's own pattern (``reasoning_gym.utils.extract_answer``): case-sensitive, the last match counts
+_REASONING_GYM_TAG = re.compile(r"<answer>\s?(.*?)\s?</answer>", re.DOTALL)
 _ANSWER_OPEN = re.compile(r"<answer>(.*)$", re.DOTALL | re.IGNORECASE)
 _ANSWER_LEAD = re.compile(
     r"\banswer\s*\**\s*[:=]|\bthe (?:final )?(?:answer|result)\b[^\n.=]{0,80}?\bis\b:?", re.IGNORECASE
@@ -217,6 +233,15 @@ def extract_answer(text: str | None) -> str | None:
     return answer or None
 
 
+def extract_tagged_answer(text: str | None) -> str | None:
+    """The text of the last ``<answer>...</answer>`` in ``text``, stripped, as reasoning-gym's ``extract_answer``
+    reads it; ``None`` without one."""
+    if not isinstance(text, str):
+        return None
+    tags = _REASONING_GYM_TAG.findall(text)
+    return tags[-1].strip() if tags else None
+
+
 def _key(family: str, level: int) -> str:
     return f"{family}@{level}"
 
@@ -238,6 +263,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         level_step: how many levels from the requested key's level a generated task may be (None: any level).
         task_spec: what the simulator writes: ``"seed"`` (family, level, seed) or ``"expression"`` (family and the
             item's expression; the arithmetic families only; see the module docstring).
+        answer_format: ``"answer"`` (only the final answer) or ``"worked"`` (working, then ``<answer>...</answer>``,
+            read as reasoning-gym reads it; see the module docstring).
     """
 
     name = BENCHMARK
@@ -263,10 +290,14 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         partial_credit: bool = False,
         level_step: int | None = 1,
         task_spec: str = "seed",
+        answer_format: str = "answer",
     ) -> None:
         super().__init__(data_dir)
         if task_spec not in TASK_SPECS:
             raise ValueError(f"task_spec must be one of {', '.join(TASK_SPECS)}, got {task_spec!r}")
+        if answer_format not in ANSWER_FORMATS:
+            raise ValueError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
+        self.answer_format = answer_format
         self.task_spec = task_spec
         self.partial_credit = partial_credit
         if level_step is not None and (type(level_step) is not int or level_step < 0):
@@ -274,7 +305,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         self.level_step = level_step
         self._options = {"families": families, "test_per_level": test_per_level,
                          "validation_per_level": validation_per_level, "train_per_level": train_per_level,
-                         "level_step": level_step, "task_spec": task_spec}  # fmt: skip
+                         "level_step": level_step, "task_spec": task_spec,
+                         "answer_format": answer_format}  # fmt: skip
         self._reporting: ReasoningGymAdapter | None = None
         entries = [families] if isinstance(families, str) else list(families or DEFAULT_FAMILIES)
         if not entries:
@@ -387,6 +419,11 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         )
 
     def system_prompt(self, task: Task) -> str:
+        if self.answer_format == "worked":
+            return (
+                "There are no tools here. Work the problem out step by step, one operation at a time, then give the "
+                "final answer in the format the problem asks for, inside <answer> </answer> tags: <answer>42</answer>."
+            )
         return (
             "There are no tools here. Solve the problem and reply in plain text with only the final answer, "
             "in the format the problem asks for."
@@ -395,13 +432,19 @@ class ReasoningGymAdapter(BenchmarkAdapter):
     def gold_actions(self, task: Task) -> list[list[str]]:
         """The gold answer as the final answer (no tools). Where reasoning-gym's entry records the expression it asks
         about (the arithmetic families), the expert writes ``expression = answer``: the shortest worked form, the one
-        small models write on their own, which :func:`extract_answer` reads as the answer."""
+        small models write on their own, which :func:`extract_answer` reads as the answer. With
+        ``answer_format="worked"`` it writes the working one operation a step and then ``<answer>answer</answer>``."""
         answer = (task.gold or {}).get("answer") if isinstance(task.gold, dict) else None
         if answer is None:
             return []
-        expression = _entry(task.gold)[2].get("metadata", {}).get("expression")
-        reply = f"{expression} = {answer}" if isinstance(expression, str) and expression.strip() else str(answer)
-        return [[reply]]
+        family, _, entry = _entry(task.gold)
+        expression = entry.get("metadata", {}).get("expression")
+        worked = isinstance(expression, str) and bool(expression.strip())
+        if self.answer_format == "worked":
+            stepwise = worked and family in EXPRESSION_FAMILIES
+            working = " = ".join(worked_steps(family, expression)) + "\n" if stepwise else ""
+            return [[f"{working}<answer>{answer}</answer>"]]
+        return [[f"{expression} = {answer}" if worked else str(answer)]]
 
     def few_shot_exchanges(self) -> list[dict[str, Any]]:
         """None: with no tools, worked tool-call exchanges only teach a model to imitate tool responses."""
@@ -409,7 +452,8 @@ class ReasoningGymAdapter(BenchmarkAdapter):
 
     # -- scoring --------------------------------------------------------------------------
     def score(self, task: Task, trajectory: Trajectory) -> Score:
-        answer = extract_answer(trajectory.final_answer)
+        read = extract_tagged_answer if self.answer_format == "worked" else extract_answer
+        answer = read(trajectory.final_answer)
         breakdown: dict[str, Any] = {"answered": float(answer is not None), "answer": (answer or "")[:200]}
         if answer is None:
             return Score(0.0, {**breakdown, "solved": 0.0})
@@ -703,4 +747,11 @@ def _entry(gold: Any) -> tuple[str, int, dict[str, Any]]:
     )
 
 
-__all__ = ["DEFAULT_FAMILIES", "ReasoningGymAdapter", "extract_answer", "generate_entry", "parse_family_entry"]
+__all__ = [
+    "DEFAULT_FAMILIES",
+    "ReasoningGymAdapter",
+    "extract_answer",
+    "extract_tagged_answer",
+    "generate_entry",
+    "parse_family_entry",
+]

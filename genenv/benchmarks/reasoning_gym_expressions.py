@@ -190,4 +190,102 @@ def expression_pattern(family: str, max_terms: int, max_digits: int) -> str:
     return rf"^({opening} )*{number}( \))*( {operator} ({opening} )*{number}( \))*){more}$"
 
 
-__all__ = ["FAMILIES", "Expression", "ExpressionFamily", "parse_expression", "expression_pattern"]
+# -- worked steps ---------------------------------------------------------------------------------
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+def _tree(tokens: list[str]) -> object:
+    """The canonical tokens of a parsed expression as a tree: an ``int``, ``("paren", node)`` for ``( ... )``,
+    ``("neg", node)`` for ``-( ... )``, or ``(operator, left, right)``; binary operators left to right, ``*`` and ``/``
+    before ``+`` and ``-``."""
+    at = 0
+
+    def expression(level: int) -> object:
+        nonlocal at
+        left = operand() if level == 2 else expression(level + 1)
+        while at < len(tokens) and _PRECEDENCE.get(tokens[at]) == level:
+            operator = tokens[at]
+            at += 1
+            right = operand() if level == 2 else expression(level + 1)
+            left = (operator, left, right)
+        return left
+
+    def operand() -> object:
+        nonlocal at
+        token = tokens[at]
+        at += 1
+        if token in ("(", "-("):
+            inner = expression(1)
+            at += 1  # the closing parenthesis
+            return ("neg" if token == "-(" else "paren", inner)
+        return int(token)
+
+    return expression(1)
+
+
+def _render(node: object, parent: int = 0, right_side: bool = False) -> str:
+    """``node`` as canonical text; an operation made by a step (not written in parentheses) gets the parentheses its
+    place in the parent needs."""
+    if isinstance(node, int):
+        return str(node)
+    if node[0] in ("paren", "neg"):
+        return f"{'-' if node[0] == 'neg' else ''}( {_render(node[1])} )"
+    operator, left, right = node
+    own = _PRECEDENCE[operator]
+    text = f"{_render(left, own)} {operator} {_render(right, own, right_side=True)}"
+    return f"( {text} )" if own < parent or (own == parent and right_side) else text
+
+
+def _reduce(node: object) -> object:
+    """``node`` with its first operation whose operands are numbers carried out (floor division, as reasoning-gym); a
+    parenthesised group whose inside becomes a number becomes that number (negated after ``-(``) in the same step."""
+    if isinstance(node, int):
+        return node
+    if node[0] in ("paren", "neg"):
+        inner = node[1] if isinstance(node[1], int) else _reduce(node[1])
+        if isinstance(inner, int):
+            return -inner if node[0] == "neg" else inner
+        return (node[0], inner)
+    operator, left, right = node
+    if not isinstance(left, int):
+        return (operator, _reduce(left), right)
+    if not isinstance(right, int):
+        return (operator, left, _reduce(right))
+    if operator == "+":
+        return left + right
+    if operator == "-":
+        return left - right
+    if operator == "*":
+        return _long_multiplication(left, right) or left * right
+    return left // right
+
+
+def _long_multiplication(left: int, right: int) -> object | None:
+    """``left * right`` split over the place values of ``right`` when both have two digits or more and ``right``
+    has two non-zero digits or more (``58 * 26`` -> ``58 * 20 + 58 * 6``); ``None`` when it is one step."""
+    digits = str(abs(right))
+    parts = [int(d) * 10 ** (len(digits) - 1 - i) for i, d in enumerate(digits) if d != "0"]
+    if abs(left) < 10 or len(parts) < 2:
+        return None
+    sign = -1 if right < 0 else 1
+    node: object = ("*", left, sign * parts[0])
+    for part in parts[1:]:
+        node = ("+", node, ("*", left, sign * part))
+    return node
+
+
+def worked_steps(family: str, text: str) -> list[str]:
+    """The working of ``text`` (an expression of ``family``), one operation a step: the expression, then each
+    rewrite with one operation carried out, ending with the value (``["3 + 4 * 2", "3 + 8", "11"]``). A
+    multiplication of two numbers of two digits or more is first split over the place values of its right factor
+    (``58 * 26`` -> ``58 * 20 + 58 * 6``)."""
+    node = _tree(parse_expression(family, text).text.split(" "))
+    steps = [_render(node)]
+    while not isinstance(node, int):
+        node = _reduce(node)
+        steps.append(_render(node))
+    return steps
+
+
+__all__ = ["FAMILIES", "Expression", "ExpressionFamily", "expression_pattern", "parse_expression", "worked_steps"]
