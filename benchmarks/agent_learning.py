@@ -1,0 +1,320 @@
+"""Does GRPO make the agent better than its warm start? Warm start, then GRPO on a fixed pool of base tasks.
+
+    # one run: the shared warm start of (model, seed), then GRPO with these agent settings, held-out before and after
+    python benchmarks/agent_learning.py run NAME --seed 0 --episodes 512 --set agent.learning_rate=3e-4
+    # the table of runs (held-out rise with its paired 95% interval, seconds per step, peak RSS, load)
+    python benchmarks/agent_learning.py report NAME [NAME ...] --output benchmarks/results/agent_learning/sweep.md
+
+No simulator: GRPO plays tasks of reasoning-gym's ``train`` split (the base data), so what is measured is the agent's
+update alone. The warm start (SFT on ``--warm-start`` expert traces of the same split) is computed once per model,
+seed, answer format and LoRA shape and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git);
+runs of one seed start from the very same weights, so their held-out scores are paired item by item. A run stops
+after the optimizer step in which it has played ``--episodes`` episodes (dynamic sampling's refills count), and
+writes ``runs/<NAME>-s<SEED>.json`` beside this file's results: the settings, every held-out item's score before and
+after, the agent's metrics per step group, seconds, peak RSS and the load average.
+
+Held-out scoring: ``--eval greedy`` (one greedy episode per item) or ``--eval mean4`` (the mean of 4 episodes at the
+rollouts' temperature: less noisy, and it sees a shift of probability that has not yet flipped the top answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "agent_learning"
+FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
+#: the agent settings every run starts from (``--set agent.KEY=VALUE`` overrides them)
+AGENT = {
+    "num_generations": 8,
+    "learning_rate": 3e-4,
+    "max_new_tokens": 128,
+    "max_completion_length": 320,
+    "max_turns": 2,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 4,
+    "temperature": 1.0,
+    "use_lora": True,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    "engine": "hf",
+    "few_shot": "none",
+}
+LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
+
+
+def state_root() -> Path:
+    from genenv.run_archive import state_dir
+
+    return state_dir() / "agent_learning"
+
+
+def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
+    """The adapter, the policy and its GRPO trainer, the warm start restored or computed."""
+    import torch
+
+    from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
+    from genenv.agents.rollout import shown_exchanges
+    from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
+    from genenv.benchmarks.base import get_benchmark
+    from genenv.envs.expert import expert_conversation
+    from genenv.llm.models import load_policy
+
+    adapter = get_benchmark(
+        "reasoning_gym",
+        families=FAMILIES,
+        answer_format=args.answer_format,
+        validation_per_level=args.held_out_per_level,
+    )
+    torch.manual_seed(args.seed)
+    policy = load_policy(args.model, device="cpu", seed=args.seed)
+    config = GRPOAgentConfig(**{**agent_settings, "seed": args.seed, "output_dir": str(state_root() / "trl")})
+    trainer = GRPOAgentTrainer(policy, adapter, config)
+    lora = "-".join(
+        str(agent_settings[k]) if k != "lora_target_modules" else str(len(agent_settings[k])) for k in LORA_KEYS
+    )
+    folder = state_root() / f"warm-{args.model}-{args.answer_format}-n{args.warm_start}-lora{lora}-s{args.seed}"
+    if (folder / "genenv_grpo.json").exists():
+        trainer.load(folder)
+    else:
+        tasks = adapter.load_tasks("train")
+        random.Random(args.seed).shuffle(tasks)
+        conversations = [c for c in (expert_conversation(adapter, t) for t in tasks[: args.warm_start]) if c]
+        sft = WarmStartTrainer(
+            trainer.model,
+            policy.tokenizer,
+            WarmStartConfig(max_examples=len(conversations), seed=args.seed),
+            exchanges=shown_exchanges(adapter, agent_settings["few_shot"]),
+            output_dir=str(state_root() / "trl-sft"),
+        )
+        sft.train(conversations)
+        trainer.save(folder)
+    return adapter, policy, trainer, folder
+
+
+def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
+    """Per held-out item: solved (1/0) greedily, or the mean of 4 episodes at ``temperature`` (``--eval``)."""
+    from genenv.agents.agent import Agent
+    from genenv.evaluate import evaluate
+    from genenv.llm.generation import SamplingConfig
+
+    tasks = adapter.load_tasks("validation")
+    k, temp = (1, 0.0) if args.eval == "greedy" else (4, temperature)
+    agent = Agent(
+        policy,
+        SamplingConfig(trainer.config.max_new_tokens, temp),
+        few_shot=trainer.config.few_shot,
+        engine=trainer.engine,
+    )
+    repeated = [t for t in tasks for _ in range(k)]
+    _, episodes = evaluate(adapter, agent, repeated, batch_size=32, max_turns=2, seed=args.seed, progress=False)
+    scores = [float(e.reward >= 1.0) for e in episodes]
+    return [statistics.fmean(scores[i * k : (i + 1) * k]) for i in range(len(tasks))]
+
+
+def run(args: argparse.Namespace) -> Path:
+    from omegaconf import OmegaConf
+
+    from genenv.machine import load_average, peak_rss_mb
+
+    overrides = OmegaConf.to_container(OmegaConf.from_dotlist(args.set or []))
+    settings = {**AGENT, **overrides.get("agent", {})}
+    out = RESULTS / "runs" / f"{args.name}-s{args.seed}.json"
+    if out.exists():
+        raise SystemExit(f"{out} exists: choose another name")
+    start = time.perf_counter()
+    adapter, policy, trainer, warm = build(args, settings)
+    cache = warm / f"held_out-{args.eval}-{args.held_out_per_level}.json"
+    if cache.exists():
+        before = json.loads(cache.read_text())
+    else:
+        before = held_out(adapter, policy, trainer, args, settings["temperature"])
+        cache.write_text(json.dumps(before))
+    tasks = adapter.load_tasks("train")
+    random.Random(1000 + args.seed).shuffle(tasks)
+    per_step = trainer.grpo_config.generation_batch_size
+    blocks, played, train_seconds, cursor = [], 0, 0.0, 0
+    while played < args.episodes:
+        steps = max(1, min(args.steps_per_call, -(-(args.episodes - played) // per_step)))
+        chunk = [tasks[(cursor + i) % len(tasks)] for i in range(steps * trainer.tasks_per_step)]
+        cursor += len(chunk)
+        metrics = trainer.train(chunk, steps=steps)
+        played += len(trainer.episodes)
+        train_seconds += metrics["train_time"]
+        blocks.append({k: v for k, v in metrics.items() if not k.startswith("trl/")} | {"played": played})
+        print(
+            json.dumps({"played": played, "reward": metrics["reward"], "step_time": metrics["step_time"]}), flush=True
+        )
+    after = held_out(adapter, policy, trainer, args, settings["temperature"])
+    result = {
+        "name": args.name,
+        "seed": args.seed,
+        "model": args.model,
+        "answer_format": args.answer_format,
+        "warm_start_examples": args.warm_start,
+        "eval": args.eval,
+        "agent": {**asdict(trainer.config), "output_dir": None},
+        "overrides": overrides,
+        "episodes": played,
+        "optimizer_steps": trainer.optimizer_steps,
+        "held_out_before": before,
+        "held_out_after": after,
+        "blocks": blocks,
+        "seconds_per_step": train_seconds / max(trainer.optimizer_steps, 1),
+        "train_seconds": train_seconds,
+        "wall_seconds": time.perf_counter() - start,
+        "peak_rss_mb": peak_rss_mb(),
+        "load_average": load_average(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"{out}: held-out {statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}")
+    return out
+
+
+def group_signal(args: argparse.Namespace) -> Path:
+    """How much a GRPO group can learn from, for the warm-started agent at each ``--temperature``: G episodes of each
+    of ``--tasks-per-level`` train tasks per family and level; the share of groups with mixed outcomes, the
+    within-task correlation of success (ICC(1) over the groups) and the mean entropy (nats) of the sampled tokens."""
+    import numpy as np
+    import torch
+
+    from genenv.agents.rollout import play_episodes
+    from genenv.llm.engines import HFEngine
+    from genenv.llm.generation import SamplingConfig
+    from genenv.machine import load_average
+
+    settings = dict(AGENT)
+    adapter, policy, trainer, _ = build(args, settings)
+    group = settings["num_generations"]
+    by_key: dict[str, list] = {}
+    for task in adapter.load_tasks("train"):
+        by_key.setdefault(adapter.family(task), []).append(task)
+    rng = random.Random(args.seed)
+    tasks = [t for key in sorted(by_key) for t in rng.sample(by_key[key], args.tasks_per_level)]
+    rows = []
+    for temperature in args.temperature:
+        start = time.perf_counter()
+        sampling = SamplingConfig(settings["max_new_tokens"], temperature)
+        batch = play_episodes(
+            adapter,
+            [t for t in tasks for _ in range(group)],
+            policy.tokenizer,
+            HFEngine(policy).generator(sampling, seed=args.seed),
+            eos_token_ids=[policy.tokenizer.eos_token_id],
+            max_turns=2,
+            max_completion_length=settings["max_completion_length"],
+            few_shot=settings["few_shot"],
+        )
+        solved = np.array([float(r >= 1.0) for r in batch.rewards]).reshape(len(tasks), group)
+        entropies = []
+        model = trainer.model
+        with torch.no_grad():
+            for prompt, completion, mask in zip(batch.prompt_ids, batch.completion_ids, batch.env_mask):
+                ids = torch.tensor([prompt + completion])
+                logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / temperature
+                logp = torch.log_softmax(logits, dim=-1)
+                entropy = -(logp.exp() * logp).sum(-1)
+                entropies.extend(entropy[torch.tensor(mask, dtype=torch.bool)].tolist())
+        mean_within = solved.var(axis=1, ddof=1).mean()
+        between = solved.mean(axis=1).var(ddof=1) * group
+        icc = (between - mean_within) / (between + (group - 1) * mean_within) if between + mean_within > 0 else 1.0
+        rows.append(
+            {
+                "temperature": temperature,
+                "tasks": len(tasks),
+                "group_size": group,
+                "solved": float(solved.mean()),
+                "mixed_groups": float(((solved.min(1) == 0) & (solved.max(1) == 1)).mean()),
+                "none_solved": float((solved.max(1) == 0).mean()),
+                "all_solved": float((solved.min(1) == 1).mean()),
+                "within_task_correlation": float(icc),
+                "token_entropy": float(np.mean(entropies)),
+                "completion_tokens": float(np.mean([sum(m) for m in batch.env_mask])),
+                "seconds": time.perf_counter() - start,
+                "load_average": load_average(),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
+    return out
+
+
+def paired_interval(
+    before: list[float], after: list[float], draws: int = 4000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``after - before`` over items and its 95% bootstrap interval (items resampled)."""
+    diffs = [a - b for a, b in zip(after, before)]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(draws))
+    return statistics.fmean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
+def report(args: argparse.Namespace) -> None:
+    rows = [
+        "| run | seed | settings | episodes | steps | held-out before | after | rise [95% CI] | s/step | peak RSS MB "
+        "| load (1, 5, 15 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in args.names:
+        for path in sorted((RESULTS / "runs").glob(f"{name}-s*.json")):
+            r = json.loads(path.read_text())
+            rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
+            settings = ", ".join(f"{k}={v}" for k, v in (r["overrides"].get("agent") or {}).items()) or "defaults"
+            load = ", ".join(f"{x:.2f}" for x in r["load_average"])
+            rows.append(
+                f"| {r['name']} | {r['seed']} | {settings} | {r['episodes']} | {r['optimizer_steps']} | "
+                f"{statistics.fmean(r['held_out_before']):.3f} | {statistics.fmean(r['held_out_after']):.3f} | "
+                f"{rise:+.3f} [{low:+.3f}, {high:+.3f}] | {r['seconds_per_step']:.1f} | {r['peak_rss_mb']:.0f} "
+                f"| {load} |"
+            )
+    text = "\n".join(rows) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    print(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("run", help="warm start (shared), GRPO, held-out before and after")
+    one.add_argument("name")
+    one.add_argument("--seed", type=int, default=0)
+    one.add_argument("--model", default="smollm2")
+    one.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
+    one.add_argument("--warm-start", type=int, default=128, help="expert traces of the warm start")
+    one.add_argument("--episodes", type=int, default=512, help="GRPO episodes to play (refills included)")
+    one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
+    one.add_argument("--held-out-per-level", type=int, default=16, help="held-out items per family and level")
+    one.add_argument("--eval", default="greedy", choices=("greedy", "mean4"))
+    one.add_argument("--set", nargs="*", help="overrides, e.g. agent.learning_rate=1e-4")
+    signal = sub.add_parser("signal", help="mixed groups, within-task correlation and token entropy of the warm start")
+    signal.add_argument("--seed", type=int, default=0)
+    signal.add_argument("--model", default="smollm2")
+    signal.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
+    signal.add_argument("--warm-start", type=int, default=128)
+    signal.add_argument("--held-out-per-level", type=int, default=16)
+    signal.add_argument("--tasks-per-level", type=int, default=4, help="train tasks per family and level")
+    signal.add_argument("--temperature", type=float, nargs="+", default=[1.0])
+    table = sub.add_parser("report", help="a markdown table of runs")
+    table.add_argument("names", nargs="+")
+    table.add_argument("--output")
+    args = parser.parse_args(argv)
+    {"run": run, "signal": group_signal, "report": report}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
