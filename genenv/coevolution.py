@@ -45,6 +45,7 @@ from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 
 from genenv.agents.agent import Agent, Episode
+from genenv.agents.dynamic_sampling import Refill
 from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
 from genenv.agents.rollout import shown_exchanges
 from genenv.agents.warm_start import (
@@ -347,9 +348,12 @@ class CoEvolutionTrainer:
         agent_metrics: dict[str, float] = {}
         episodes: list[Episode] = []
         if fresh or replay:
+            refill = self._refill(epoch, family_success, written)
             with _timed(stages, "agent"):
-                agent_metrics = self.agent_trainer.train(fresh + replay)
+                agent_metrics = self.agent_trainer.train(fresh + replay, refill=refill)
             episodes = list(self.agent_trainer.episodes)
+            if refill is not None:
+                fresh = list(written.fresh)  # with dynamic sampling's refills
         with _timed(stages, "expert_mix"):
             expert_mix = self._mix_expert_traces(epoch)
 
@@ -424,6 +428,24 @@ class CoEvolutionTrainer:
         replay = self._replay(epoch)
         self._add_expert_traces(written.fresh, epoch)
         return written, replay
+
+    def _refill(self, epoch: int, family_success: dict[str, float], written: EpochTasks) -> Refill | None:
+        """With the agent's dynamic sampling: ``n`` -> further tasks from the curriculum's own source (the simulator,
+        conditioned as for the epoch's first tasks, or the static pool), each added to ``written`` (its proposals to
+        D_env, its expert trace to D_train) as the epoch's first tasks are, so the run's task budget counts them."""
+        if not self.config.agent.dynamic_sampling or not self.is_main:
+            return None
+
+        def refill(n: int) -> list[Task]:
+            more = self.task_source.more_tasks(self.simulator, epoch, n, self.rng, family_success)
+            have = {task.task_id for task in written.fresh}
+            fresh = [task for task in more.fresh if task.task_id not in have]
+            written.fresh.extend(fresh)
+            written.proposals.extend(more.proposals)
+            self._add_expert_traces(fresh, epoch)
+            return fresh
+
+        return refill
 
     def _replay(self, epoch: int) -> list[Task]:
         """Tasks drawn from D_train (base data and earlier epochs) for this epoch's agent update."""

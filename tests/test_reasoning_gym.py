@@ -378,3 +378,59 @@ def test_worked_answers_are_read_as_reasoning_gym_reads_them():
     assert score(worked, f"<answer>{gold}") == 0.0 and score(worked, f"<ANSWER>{gold}</ANSWER>") == 0.0
     with pytest.raises(ValueError, match="answer_format"):
         ReasoningGymAdapter(families=["chain_sum@0"], answer_format="essay")
+
+
+class CountingSimulator(ScriptedSimulator):
+    """Writes a new chain_sum@0 item at every call (seed 100, 101, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__([""], "chain_sum@0")
+        self.calls = 0
+
+    def generate(self, conversations, seed=None, schemas=None):
+        self.calls += 1
+        return [json.dumps(spec("chain_sum", 0, 100 + self.calls)) for _ in conversations]
+
+
+def test_dynamic_sampling_refills_from_the_simulator_and_counts_its_tasks(tmp_path):
+    """With ``agent.dynamic_sampling`` the epoch's uniform groups (the tiny model solves nothing) are refilled with
+    tasks the simulator writes then: each is an epoch's fresh task, its output is in D_env with its p_hat, its expert
+    trace in D_train, and the metrics say the round budget ran out."""
+    overrides = [
+        "+bench=reasoning_gym",
+        "model=tiny",
+        f"run_dir={tmp_path}",
+        "bench.options.families=[chain_sum@0-1]",
+        "bench.options.test_per_level=2",
+        "bench.options.validation_per_level=1",
+        "bench.options.train_per_level=2",
+        "coevolution.epochs=1",
+        "coevolution.tasks_per_epoch=1",
+        "coevolution.generation_rounds=1",
+        "coevolution.base_split=train",
+        "coevolution.validation_limit=1",
+        "warm_start.max_examples=0",
+        "agent.max_new_tokens=4",
+        "agent.max_completion_length=64",
+        "agent.num_generations=2",
+        "agent.per_device_train_batch_size=2",
+        "agent.gradient_accumulation_steps=1",
+        "agent.dynamic_sampling=true",
+        "agent.dynamic_sampling_max_rounds=3",
+        "rwr.batch_size=2",
+    ]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = genenv_config(compose("config", overrides=overrides))
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = CountingSimulator()
+    (metrics,) = trainer.train()
+    assert trainer.simulator.calls == 3  # the epoch's task, then one refill per further round
+    agent = metrics["agent"]
+    assert agent["groups/groups_played"] == 3 and agent["groups/refill_rounds"] == 2
+    assert agent["groups/exhausted"] == 1 and agent["groups/groups_filled"] == 1 and agent["episodes"] == 6
+    assert metrics["fresh_tasks"] == 3 and metrics["proposals"] == 3 and len(metrics["p_hat_per_task"]) == 3
+    records = TaskPool(tmp_path / "pools").records()
+    assert sorted(r["task"]["gold"]["seed"] for r in records) == [101, 102, 103]
+    assert all(r["p_hat"] == 0.0 for r in records)
+    expert = [r for r in trainer.traces.records() if r["source"] == "expert"]
+    assert sorted(r["task"]["gold"]["seed"] for r in expert) == [101, 102, 103]

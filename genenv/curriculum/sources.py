@@ -56,6 +56,12 @@ class TaskSource(Protocol):
         """Up to ``wanted`` tasks for ``epoch`` (``success``: the agent's recent success per family, for a
         simulator conditioned on it)."""
 
+    def more_tasks(
+        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+    ) -> EpochTasks:
+        """Up to ``wanted`` further tasks for ``epoch``, sourced as its first ones were (the agent update's dynamic
+        sampling refills its batches with them); none of them is one the epoch already has."""
+
 
 def _valid(proposals: list[Proposal]) -> dict[str, Task]:
     return {p.task.task_id: p.task for p in proposals if p.task is not None}
@@ -103,6 +109,12 @@ class WrittenEachEpoch:
             valid.update(_valid(batch))
         return EpochTasks(list(valid.values())[:wanted], proposals)
 
+    def more_tasks(
+        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+    ) -> EpochTasks:
+        """Further tasks written as the epoch's first ones were (the same conditioning)."""
+        return self.epoch_tasks(simulator, epoch, wanted, rng, success)
+
 
 class WrittenOnce:
     """``static`` and ``offline``: the frozen simulator writes a pool of ``size`` tasks before training (epoch 0); every
@@ -132,6 +144,7 @@ class WrittenOnce:
         self.size = size
         self.seed = seed
         self.generation_rounds = generation_rounds
+        self._left: list[Task] = []
 
     def epoch_tasks(
         self,
@@ -150,8 +163,21 @@ class WrittenOnce:
             written = EpochTasks([], [])
             unique = {r["task"]["task_id"]: r["task"] for r in self.pool.records() if r["task"] is not None}
             pool = [Task.from_dict(task) for task in unique.values()]
-        picks = rng.permutation(len(pool))[:wanted]
-        return EpochTasks([pool[int(i)] for i in picks], written.proposals, written.pool_writing)
+        picks = rng.permutation(len(pool))
+        self._left = [pool[int(i)] for i in picks[wanted:]]  # what more_tasks draws from in this epoch
+        return EpochTasks([pool[int(i)] for i in picks[:wanted]], written.proposals, written.pool_writing)
+
+    def more_tasks(
+        self,
+        simulator: Simulator,
+        epoch: int,
+        wanted: int,
+        rng: np.random.Generator,
+        success: Mapping[str, float] | None = None,
+    ) -> EpochTasks:
+        """Further tasks of the pool, none drawn before in this epoch (none once the pool is used up)."""
+        more, self._left = self._left[:wanted], self._left[wanted:]
+        return EpochTasks(more, [])
 
     def write_pool(self, simulator: Simulator) -> EpochTasks:
         """The whole pool written by ``simulator``, every output written for it, and what writing it cost."""
