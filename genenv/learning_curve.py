@@ -76,17 +76,19 @@ def paired_difference(before: Sequence[float], after: Sequence[float], seed: int
 
 
 def format_curve(points: list[CurvePoint]) -> str:
-    """The curve as text, one stage a line, then the rise from the first stage to the last."""
+    """The curve as text, one stage a line, then the rise from the first stage to the last and, when the run had a
+    warm start, from it to the last (what the co-evolution epochs added to the supervised start)."""
     if not points:
         return "no held-out scores (set coevolution.validation_split and a validation_limit of at least 1)"
     n = len(points[0].task_scores)
     lines = [f"held-out score on {n} tasks (95% bootstrap interval over tasks):"]
     lines += [f"  {p.stage:<11} {p.score:.3f}  [{p.low:.3f}, {p.high:.3f}]" for p in points]
-    if len(points) > 1:
-        rise, low, high = paired_rise(points[0], points[-1])
+    starts = [points[0]] + [p for p in points[1:-1] if p.stage == "warm start"]
+    for start in starts if len(points) > 1 else []:
+        rise, low, high = paired_rise(start, points[-1])
         verdict = "above" if low > 0 else "not above"
         lines.append(
-            f"  rise {points[0].stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] "
+            f"  rise {start.stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] "
             f"(paired; {verdict} noise)"
         )
     return "\n".join(lines)

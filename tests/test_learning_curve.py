@@ -39,3 +39,15 @@ def test_stages_with_different_task_counts_are_refused():
     a, b = held_out_curve(_metrics([0, 1], [0, 1, 1], [1]))[:2]
     with pytest.raises(ValueError, match="different numbers"):
         paired_rise(a, b)
+
+
+def test_the_rise_over_the_warm_start_is_reported_on_its_own_line():
+    """What the epochs add to the supervised warm start is a line of its own: here the warm start alone explains
+    half of the rise from the start, and the epochs the other half."""
+    n = 60
+    points = held_out_curve(_metrics([0.0] * n, [1.0] * 20 + [0.0] * 40, [1.0] * 40 + [0.0] * 20))
+    text = format_curve(points)
+    assert "rise start -> epoch 0: +0.667" in text
+    assert "rise warm start -> epoch 0: +0.333" in text
+    no_warm_start = [p for p in points if p.stage != "warm start"]
+    assert "warm start ->" not in format_curve(no_warm_start)
