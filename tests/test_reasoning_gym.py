@@ -280,33 +280,41 @@ def test_every_spec_the_schema_allows_is_valid(adapter):
 
 
 @pytest.mark.slow
-def test_two_epoch_coevolution_with_tiny_model(tmp_path):
-    """``python -m genenv.train +bench=reasoning_gym model=tiny`` in small: two epochs, base data, validation."""
-    overrides = [
+def tiny_run_config(tmp_path, *overrides: str):
+    """``python -m genenv.train +bench=reasoning_gym model=tiny`` on chain_sum@0-1, one task an epoch, groups of 2,
+    one held-out task, then ``overrides``."""
+    shared = [
         "+bench=reasoning_gym",
         "model=tiny",
         f"run_dir={tmp_path}",
         "bench.options.families=[chain_sum@0-1]",
         "bench.options.test_per_level=2",
-        "bench.options.validation_per_level=2",
-        "bench.options.train_per_level=4",
-        "coevolution.epochs=2",
         "coevolution.tasks_per_epoch=1",
         "coevolution.generation_rounds=1",
-        "coevolution.simulator_batch_size=2",
         "coevolution.base_split=train",
-        "coevolution.replay_tasks=1",
         "coevolution.validation_limit=1",
-        "coevolution.band_k=0.5",
-        "agent.max_new_tokens=8",
-        "agent.max_completion_length=128",
         "agent.num_generations=2",
         "agent.per_device_train_batch_size=2",
         "agent.gradient_accumulation_steps=1",
         "rwr.batch_size=2",
     ]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = genenv_config(compose("config", overrides=overrides))
+        return genenv_config(compose("config", overrides=[*shared, *overrides]))
+
+
+def test_two_epoch_coevolution_with_tiny_model(tmp_path):
+    """``python -m genenv.train +bench=reasoning_gym model=tiny`` in small: two epochs, base data, validation."""
+    config = tiny_run_config(
+        tmp_path,
+        "bench.options.validation_per_level=2",
+        "bench.options.train_per_level=4",
+        "coevolution.epochs=2",
+        "coevolution.simulator_batch_size=2",
+        "coevolution.replay_tasks=1",
+        "coevolution.band_k=0.5",
+        "agent.max_new_tokens=8",
+        "agent.max_completion_length=128",
+    )
     trainer = CoEvolutionTrainer(config)
     assert trainer.adapter.families() == ["chain_sum@0", "chain_sum@1"]
     trainer.simulator = ScriptedSimulator([json.dumps(spec("chain_sum", 1, 11)), "{broken"], "chain_sum@0")
@@ -396,31 +404,17 @@ def test_dynamic_sampling_refills_from_the_simulator_and_counts_its_tasks(tmp_pa
     """With ``agent.dynamic_sampling`` the epoch's uniform groups (the tiny model solves nothing) are refilled with
     tasks the simulator writes then: each is an epoch's fresh task, its output is in D_env with its p_hat, its expert
     trace in D_train, and the metrics say the round budget ran out."""
-    overrides = [
-        "+bench=reasoning_gym",
-        "model=tiny",
-        f"run_dir={tmp_path}",
-        "bench.options.families=[chain_sum@0-1]",
-        "bench.options.test_per_level=2",
+    config = tiny_run_config(
+        tmp_path,
         "bench.options.validation_per_level=1",
         "bench.options.train_per_level=2",
         "coevolution.epochs=1",
-        "coevolution.tasks_per_epoch=1",
-        "coevolution.generation_rounds=1",
-        "coevolution.base_split=train",
-        "coevolution.validation_limit=1",
         "warm_start.max_examples=0",
         "agent.max_new_tokens=4",
         "agent.max_completion_length=64",
-        "agent.num_generations=2",
-        "agent.per_device_train_batch_size=2",
-        "agent.gradient_accumulation_steps=1",
         "agent.dynamic_sampling=true",
         "agent.dynamic_sampling_max_rounds=3",
-        "rwr.batch_size=2",
-    ]
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = genenv_config(compose("config", overrides=overrides))
+    )
     trainer = CoEvolutionTrainer(config)
     trainer.simulator = CountingSimulator()
     (metrics,) = trainer.train()
