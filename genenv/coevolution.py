@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -270,6 +271,7 @@ class CoEvolutionTrainer:
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
         self.checkpoints = Checkpoints(self.run_dir, self.processes)
         self.start_epoch = 0
+        self.resumed_from: Path | None = None  # the checkpoint a resumed run continues from
         self._warm_started: tuple[dict[str, Any], float] | None = None
         epochs_saved, warm_started = self.checkpoints.has_epochs(), self.checkpoints.has_warm_start()
         if (epochs_saved or warm_started) and not resume:
@@ -653,6 +655,7 @@ class CoEvolutionTrainer:
                 logger.warning(
                     "resume: checkpoint %s predates saved metrics; epoch %d has no metrics line", chosen, epoch
                 )
+        self.resumed_from = chosen
         logger.info("resumed from %s; continuing at epoch %d", chosen, epoch + 1)
         return epoch + 1
 

@@ -61,6 +61,8 @@ def main(cfg: DictConfig) -> None:
     quiet_console()
     config = genenv_config(cfg)
     trainer = CoEvolutionTrainer(config, resume=bool(cfg.resume))
+    if trainer.is_main and trainer.resumed_from is not None:
+        print(f"resumed from {trainer.resumed_from}; continuing at epoch {trainer.start_epoch}", flush=True)
     with RunDisplay(config.epochs, start_epoch=trainer.start_epoch, enabled=trainer.is_main):
         trainer.train()
     if not trainer.is_main:
