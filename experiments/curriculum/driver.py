@@ -87,6 +87,17 @@ UNFINISHED_COPY = ".tmp"
 #: testbed -> the Hydra overrides shared by its runs (what they leave alone, alpha and the band among it, is
 #: configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out items
 #: spread over the difficulty levels, the same for every run.
+#: the agent update of every run recorded here: configs/config.yaml's before its defaults became the measured ones
+#: (benchmarks/results/agent_learning/README.md)
+AGENT_UPDATE_OF_THE_RUNS = [
+    "agent.max_completion_length=512",
+    "agent.lora_r=8",
+    "agent.lora_alpha=16",
+    "agent.lora_target_modules=[q_proj,k_proj,v_proj,o_proj]",
+    "agent.dynamic_sampling=false",
+]
+#: and their batch: one group of G = 8 episodes per optimizer step
+BATCH_OF_THE_RUNS = ["agent.per_device_train_batch_size=4", "agent.gradient_accumulation_steps=2"]
 TESTBEDS: dict[str, list[str]] = {
     "reasoning_gym": [
         "+bench=reasoning_gym",
@@ -110,6 +121,11 @@ TESTBEDS: dict[str, list[str]] = {
         "agent.temperature=0.6",
         "agent.max_new_tokens=128",
         "agent.max_turns=1",
+        # the agent update and answer format these runs were made with, pinned where configs/config.yaml and the
+        # bench config have since changed their defaults (one group per step, LoRA on the attention projections)
+        *AGENT_UPDATE_OF_THE_RUNS,
+        *BATCH_OF_THE_RUNS,
+        "bench.options.answer_format=answer",
     ],
     "apibank": [
         "+bench=apibank",
@@ -121,6 +137,9 @@ TESTBEDS: dict[str, list[str]] = {
         "coevolution.validation_every=2",
         "agent.num_generations=8",
         "agent.learning_rate=1e-4",
+        "agent.max_new_tokens=64",
+        *AGENT_UPDATE_OF_THE_RUNS,
+        *BATCH_OF_THE_RUNS,
     ],
     # Not a comparison of curricula: issue 14's longer API-Bank learning run, one GenEnv run (`--curricula genenv
     # --seeds 0`) driven here for its resume, save and report. Held-out: 100 level-1 API samples, scored before
@@ -144,6 +163,7 @@ TESTBEDS: dict[str, list[str]] = {
         "agent.gradient_accumulation_steps=4",
         "warm_start.per_device_train_batch_size=1",
         "warm_start.gradient_accumulation_steps=4",
+        *AGENT_UPDATE_OF_THE_RUNS,
     ],
 }
 
