@@ -107,7 +107,8 @@ def _script_attempts(trainer: CoEvolutionTrainer) -> None:
     """The agent's G = 2 attempts score 1, 0 on CALCULATOR_TASK (inside the band) and 0, 0 on HARD_TASK (outside)."""
     scripted = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}
 
-    def train(tasks):
+    def train(tasks, steps=None, refill=None):
+        assert refill is None  # dynamic sampling is off: the epoch's tasks are all its tasks
         trainer.agent_trainer.episodes = [
             Episode(task, Trajectory(), reward, [], [])
             for task in tasks
