@@ -106,21 +106,23 @@ class _Parser:
         self.at += 1
         return token
 
-    def expression(self) -> int:
-        value = self.product()
+    def expression(self) -> tuple[int, object]:
+        """The value of the expression from here, and its tree (:func:`_reduce`'s nodes)."""
+        value, node = self.product()
         while self.peek() in ("+", "-") and self.peek() in self.family.operators:
             operator = self.take()
             self.out.append(operator)
-            right = self.product()
+            right, right_node = self.product()
             value = value + right if operator == "+" else value - right
-        return value
+            node = (operator, node, right_node)
+        return value, node
 
-    def product(self) -> int:
-        value = self.operand()
+    def product(self) -> tuple[int, object]:
+        value, node = self.operand()
         while self.peek() in ("*", "/") and self.peek() in self.family.operators:
             operator = self.take()
             self.out.append(operator)
-            right = self.operand()
+            right, right_node = self.operand()
             if operator == "*":
                 value *= right
             elif right == 0:
@@ -128,9 +130,10 @@ class _Parser:
             else:
                 self.exact = self.exact and value % right == 0
                 value //= right
-        return value
+            node = (operator, node, right_node)
+        return value, node
 
-    def operand(self) -> int:
+    def operand(self) -> tuple[int, object]:
         token = self.take()
         sign = ""
         if token == "-" and self.family.negative:
@@ -138,20 +141,27 @@ class _Parser:
         if token.isdigit():
             self.out.append(sign + token)
             self.literals.append(token)
-            return -int(token) if sign else int(token)
+            value = -int(token) if sign else int(token)
+            return value, value
         if token == "(":
             self.out.append(sign + "(")
-            value = self.expression()
+            value, inner = self.expression()
             if self.peek() != ")":
                 raise ValueError("a parenthesis is not closed")
             self.take()
             self.out.append(")")
-            return -value if sign else value
+            return (-value, ("neg", inner)) if sign else (value, ("paren", inner))
         raise ValueError(f"{token!r} where a number is expected")
 
 
 def parse_expression(family: str, text: str) -> Expression:
     """``text`` parsed in ``family``'s grammar; ``ValueError`` says what is wrong."""
+    return _parse(family, text)[0]
+
+
+def _parse(family: str, text: str) -> tuple[Expression, object]:
+    """:func:`parse_expression`'s result and the expression's tree: an ``int``, ``("paren", node)`` for ``( ... )``,
+    ``("neg", node)`` for ``-( ... )``, or ``(operator, left, right)``."""
     if family not in FAMILIES:
         raise ValueError(f"{family!r} has no expression grammar; families with one: {', '.join(FAMILIES)}")
     if not isinstance(text, str) or not text.strip():
@@ -160,20 +170,21 @@ def parse_expression(family: str, text: str) -> Expression:
         raise ValueError(f"the expression is longer than {MAX_CHARS} characters")
     parser = _Parser(FAMILIES[family], text)
     try:
-        value = parser.expression()
+        value, tree = parser.expression()
     except RecursionError:
         raise ValueError("the expression nests too deeply") from None
     if parser.peek() is not None:
         raise ValueError(f"unexpected {parser.peek()!r} after a complete expression")
     if len(parser.literals) < 2:
         raise ValueError("the expression needs at least two numbers")
-    return Expression(
+    expression = Expression(
         text=" ".join(parser.out),
         value=value,
         terms=len(parser.literals),
         digits=max(len(literal) for literal in parser.literals),
         exact=parser.exact,
     )
+    return expression, tree
 
 
 def expression_pattern(family: str, max_terms: int, max_digits: int) -> str:
@@ -193,35 +204,6 @@ def expression_pattern(family: str, max_terms: int, max_digits: int) -> str:
 # -- worked steps ---------------------------------------------------------------------------------
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-
-
-def _tree(tokens: list[str]) -> object:
-    """The canonical tokens of a parsed expression as a tree: an ``int``, ``("paren", node)`` for ``( ... )``,
-    ``("neg", node)`` for ``-( ... )``, or ``(operator, left, right)``; binary operators left to right, ``*`` and ``/``
-    before ``+`` and ``-``."""
-    at = 0
-
-    def expression(level: int) -> object:
-        nonlocal at
-        left = operand() if level == 2 else expression(level + 1)
-        while at < len(tokens) and _PRECEDENCE.get(tokens[at]) == level:
-            operator = tokens[at]
-            at += 1
-            right = operand() if level == 2 else expression(level + 1)
-            left = (operator, left, right)
-        return left
-
-    def operand() -> object:
-        nonlocal at
-        token = tokens[at]
-        at += 1
-        if token in ("(", "-("):
-            inner = expression(1)
-            at += 1  # the closing parenthesis
-            return ("neg" if token == "-(" else "paren", inner)
-        return int(token)
-
-    return expression(1)
 
 
 def _render(node: object, parent: int = 0, right_side: bool = False) -> str:
@@ -280,7 +262,7 @@ def worked_steps(family: str, text: str) -> list[str]:
     rewrite with one operation carried out, ending with the value (``["3 + 4 * 2", "3 + 8", "11"]``). A
     multiplication of two numbers of two digits or more is first split over the place values of its right factor
     (``58 * 26`` -> ``58 * 20 + 58 * 6``)."""
-    node = _tree(parse_expression(family, text).text.split(" "))
+    node = _parse(family, text)[1]
     steps = [_render(node)]
     while not isinstance(node, int):
         node = _reduce(node)
