@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> Path:
         raise SystemExit(f"{out} exists: choose another name")
     start = time.perf_counter()
     adapter, policy, trainer, warm = build(args, settings)
-    cache = warm / f"held_out-{args.eval}-{args.held_out_per_level}.json"
+    scored_at = "" if args.eval == "greedy" else f"-t{settings['temperature']}"
+    cache = warm / f"held_out-{args.eval}{scored_at}-{args.held_out_per_level}.json"
     if cache.exists():
         before = json.loads(cache.read_text())
     else:
@@ -191,7 +192,7 @@ def group_signal(args: argparse.Namespace) -> Path:
     import torch
 
     from genenv.agents.rollout import play_episodes
-    from genenv.llm.engines import HFEngine
+    from genenv.llm.engines.hf import HFEngine
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
 

@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"curriculum"},
     {"evaluate"},
     {"coevolution"},
-    {"run_archive", "plot"},
+    {"run_archive", "plot", "integrations"},
     {"train"},
     {"genenv"},
 ]
