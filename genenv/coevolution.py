@@ -34,7 +34,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -60,8 +60,9 @@ from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, logged_epochs
 from genenv.config import check_types
 from genenv.console import EPOCHS, epoch_line
-from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer, alpha_reward, rwr_weight
+from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer
 from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, WrittenOnce
+from genenv.curriculum.success import BatchSuccess, output_rewards
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
 from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
@@ -361,16 +362,15 @@ class CoEvolutionTrainer:
 
         # 3. each fresh task's p_hat, the agent's success over its attempts, rewards the output that wrote it
         fresh_ids = {task.task_id for task in fresh}
-        success = FreshSuccess.of([e for e in episodes if e.task.task_id in fresh_ids], self.adapter.family)
+        attempts = ((e.task, e.reward) for e in episodes if e.task.task_id in fresh_ids)
+        success = BatchSuccess.of(attempts, self.adapter.family)
         for family, rewards in success.per_family.items():
             self.stats.update(family, rewards)
-        task_r_env = {
-            task_id: alpha_reward(p, self.config.alpha, self.config.beta) for task_id, p in success.per_task.items()
-        }
+        task_r_env = success.r_env(self.config.alpha, self.config.beta)
         if not self.is_main:
             self._checkpoint(epoch, {})  # the agent's weights are saved by every process
             return self._from_main(None)
-        filtered = self._add_proposals(written.proposals, epoch, success.per_task, task_r_env)
+        filtered = self._add_proposals(written.proposals, epoch, success)
 
         # 4. the simulator is updated by reward-weighted regression on its outputs inside the band
         with _timed(stages, "simulator"):
@@ -460,21 +460,26 @@ class CoEvolutionTrainer:
         picks = self.rng.choice(len(unique), min(self.config.replay_tasks, len(unique)), replace=False)
         return [Task.from_dict(unique[int(i)]) for i in picks]
 
-    def _add_proposals(
-        self, proposals: list[Proposal], epoch: int, task_p_hat: dict[str, float], task_r_env: dict[str, float]
-    ) -> int:
+    def _add_proposals(self, proposals: list[Proposal], epoch: int, success: BatchSuccess) -> int:
         """Store the epoch's simulator outputs in D_env, each rewarded by the success of the agent's G attempts
-        on its task; returns how many valid ones were filtered out of the simulator update. A valid proposal
-        whose task was not played (beyond the epoch's quota) has no p_hat: it is stored as filtered with
-        R_env 0, like one outside the band."""
+        on its task (:func:`~genenv.curriculum.success.output_rewards`); returns how many valid ones were filtered out
+        of the simulator update. A valid proposal whose task was not played (beyond the epoch's quota) has no p_hat: it
+        is stored as filtered with R_env 0, like one outside the band."""
         if not proposals:
             return 0
         task_ids = [p.task.task_id if p.task is not None else None for p in proposals]
-        r_env = [task_r_env.get(task_id, 0.0) for task_id in task_ids]
-        kept = [task_id in task_p_hat and self.band(task_p_hat[task_id]) for task_id in task_ids]
-        weights = [rwr_weight(r, self.config.lam) for r in r_env]
-        p_hat = [task_p_hat.get(task_id) for task_id in task_ids]
-        records = self.tasks.add_proposals(proposals, epoch, r_env, weights, kept, p_hat)
+        config = self.config
+        rewards = output_rewards(
+            task_ids, success, alpha=config.alpha, beta=config.beta, band=self.band, lam=config.lam
+        )
+        records = self.tasks.add_proposals(
+            proposals,
+            epoch,
+            [r.r_env for r in rewards],
+            [r.weight for r in rewards],
+            [r.kept for r in rewards],
+            [r.p_hat for r in rewards],
+        )
         return sum(record["status"] == "filtered" for record in records)
 
     def _update_simulator(self, epoch: int) -> dict[str, Any]:
@@ -658,25 +663,6 @@ class CoEvolutionTrainer:
         self.resumed_from = chosen
         logger.info("resumed from %s; continuing at epoch %d", chosen, epoch + 1)
         return epoch + 1
-
-
-@dataclass
-class FreshSuccess:
-    """The agent's success on an epoch's fresh tasks: every attempt's reward per family, and ``p_hat`` per task."""
-
-    per_family: dict[str, list[float]]
-    per_task: dict[str, float]
-    p_hat: float | None  # over all the fresh attempts
-
-    @classmethod
-    def of(cls, episodes: list[Episode], family: Callable[[Task], str]) -> FreshSuccess:
-        per_family: dict[str, list[float]] = {}
-        per_task: dict[str, list[float]] = {}
-        for episode in episodes:
-            per_family.setdefault(family(episode.task), []).append(episode.reward)
-            per_task.setdefault(episode.task.task_id, []).append(episode.reward)
-        p_hat = float(np.mean([e.reward for e in episodes])) if episodes else None
-        return cls(per_family, {task_id: float(np.mean(r)) for task_id, r in per_task.items()}, p_hat)
 
 
 @contextmanager
