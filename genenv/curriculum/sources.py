@@ -71,17 +71,19 @@ class WrittenEachEpoch:
     """``genenv`` and ``random``: every epoch the simulator writes tasks until enough distinct ones are valid or its
     rounds run out. ``conditioned`` (``genenv``): its prompt shows the agent's success per family, and with
     ``examples`` ``"in_band"`` its own latest in-band outputs, with ``"scored"`` the agent's success on its latest
-    played tasks of the requested family (the outputs come from ``pool``, D_env)."""
+    played tasks of the requested family (the outputs come from ``pool``, D_env, which only these two need)."""
 
     def __init__(
         self,
         adapter: BenchmarkAdapter,
-        pool: TaskPool,
+        pool: TaskPool | None,
         *,
         generation_rounds: int,
         conditioned: bool,
         examples: str = "train",
     ) -> None:
+        if pool is None and conditioned and examples != "train":
+            raise ValueError(f"examples={examples!r} shows outputs of D_env: it needs a pool")
         self.adapter, self.pool = adapter, pool
         self.generation_rounds = generation_rounds
         self.conditioned = conditioned

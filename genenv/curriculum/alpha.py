@@ -1,0 +1,274 @@
+"""The alpha-curriculum as a task source any training loop can drive.
+
+:class:`AlphaCurriculum` is GenEnv's environment side without GenEnv's trainer. Two calls drive it:
+
+1. ``next_tasks(n)``: the simulator writes tasks, its prompt showing the agent's recent success per family
+   (:class:`~genenv.curriculum.sources.WrittenEachEpoch`, conditioned); the adapter parses and validates each output,
+   and only valid tasks are handed out (valid ones beyond ``n`` wait for the next call);
+2. ``report(task_ids, rewards)``: the agent's rewards on them, one per attempt (all G attempts at a task in one
+   call: the outputs that wrote a task are rewarded by its first report). The rewards feed the family statistics,
+   and each task's ``p_hat`` rewards the simulator outputs that wrote it with ``R_env = exp(-beta (p_hat -
+   alpha)^2)``; outputs inside the band ``|p_hat - alpha| <= k`` become examples of the simulator's reward-weighted
+   regression (weights ``exp(lambda R_env)``), run every ``update_every`` reports when ``rwr`` is set
+   (:mod:`genenv.curriculum.success`: the co-evolution trainer's own bookkeeping).
+
+:meth:`AlphaCurriculum.dataset` is the same source as an endless ``datasets.IterableDataset`` of task rows
+(:mod:`genenv.envs.rows`) for TRL's ``GRPOTrainer``, and :meth:`AlphaCurriculum.reporting` wraps a TRL reward
+function so every batch's rewards are reported.
+
+The simulator's worked examples are the benchmark's training items (``simulator.examples=train``); the co-evolution
+trainer's ``in_band`` and ``scored`` prompts read its persisted D_env, which this in-memory source does not keep.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.curriculum.reward import DifficultyFilter
+from genenv.curriculum.rwr import RWRConfig, RWRTrainer
+from genenv.curriculum.sources import WrittenEachEpoch
+from genenv.curriculum.stats import FamilyStats
+from genenv.curriculum.success import BatchSuccess, OutputReward, output_rewards
+from genenv.envs.rows import task_row
+from genenv.envs.simulator import Proposal, Simulator
+
+if TYPE_CHECKING:
+    from datasets import IterableDataset
+
+__all__ = ["AlphaCurriculum", "AlphaCurriculumConfig"]
+
+logger = logging.getLogger(__name__)
+
+#: unreported tasks the dataset hands out before it warns that the trainer reads far ahead (a shuffle buffer)
+READ_AHEAD_WARNING = 256
+
+
+@dataclass
+class AlphaCurriculumConfig:
+    """Settings of an :class:`AlphaCurriculum` (the co-evolution trainer's names and defaults).
+
+    Args:
+        alpha: target success rate of the alpha-curriculum reward (and the one the simulator's prompt quotes).
+        beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
+        band_k: half-width of the difficulty band; outputs whose task lands outside it do not train the simulator.
+        lam: lambda of the RWR weights ``exp(lambda R_env)``.
+        stats_window: episodes per family in the success statistics shown to the simulator.
+        generation_rounds: simulator batches tried for each batch the wanted tasks need before ``next_tasks`` gives
+            up.
+        rwr: settings of the simulator's RWR update (LoRA over the simulator's model); ``None``: the simulator is
+            conditioned on the agent's success but never updated.
+        update_every: ``report`` calls between two simulator updates (with ``rwr``).
+        seed: seed of the simulator's sampling and of the families it is asked for.
+    """
+
+    alpha: float = 0.5
+    beta: float = 10.0
+    band_k: float = 0.4
+    lam: float = 1.0
+    stats_window: int = 64
+    generation_rounds: int = 2
+    rwr: RWRConfig | None = None
+    update_every: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+        for name in ("beta", "band_k", "lam"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("stats_window", "generation_rounds", "update_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+class AlphaCurriculum:
+    """Tasks written by ``simulator`` for ``benchmark`` at the agent's level, steered by the rewards reported back.
+
+    Args:
+        benchmark: a registered benchmark name or an adapter instance (it must support generated tasks).
+        simulator: the task writer; its ``alpha`` must equal ``config.alpha``.
+        config: :class:`AlphaCurriculumConfig` (defaults when ``None``).
+        adapter_kwargs: the adapter's keyword arguments (``data_dir``, ...), with a benchmark name only.
+
+    Attributes:
+        stats: the agent's recent success per family (what the simulator is shown).
+        rewarded: every simulator output whose task was reported, with what it earned, in report order.
+    """
+
+    def __init__(
+        self,
+        benchmark: str | BenchmarkAdapter,
+        simulator: Simulator,
+        config: AlphaCurriculumConfig | None = None,
+        **adapter_kwargs: Any,
+    ) -> None:
+        self.config = config = config or AlphaCurriculumConfig()
+        if isinstance(benchmark, BenchmarkAdapter):
+            if adapter_kwargs:
+                raise ValueError(f"adapter options {sorted(adapter_kwargs)} given with an adapter instance")
+            self.adapter = benchmark
+        else:
+            self.adapter = get_benchmark(benchmark, **adapter_kwargs)
+        if simulator.alpha != config.alpha:
+            raise ValueError(f"the simulator quotes alpha={simulator.alpha}, the curriculum targets {config.alpha}")
+        self.simulator = simulator
+        self.stats = FamilyStats(window=config.stats_window)
+        self.band = DifficultyFilter(alpha=config.alpha, k=config.band_k)
+        self.rwr_trainer = RWRTrainer(simulator.policy, config.rwr) if config.rwr is not None else None
+        self.rewarded: list[tuple[Proposal, OutputReward]] = []
+        self._source = WrittenEachEpoch(
+            self.adapter, None, generation_rounds=config.generation_rounds, conditioned=True
+        )
+        self._rng = np.random.default_rng(config.seed)
+        self._written: list[Task] = []  # valid, not handed out yet
+        self._handed_out: dict[str, Task] = {}
+        self._unrewarded: dict[str, list[Proposal]] = {}  # task id -> the outputs that wrote it, not yet rewarded
+        self._rwr_examples: list[dict[str, Any]] = []
+        self._reports = 0
+        self._unreported = 0  # tasks handed out since the last report
+
+    # -- the two calls ------------------------------------------------------------------------
+    def next_tasks(self, n: int) -> list[Task]:
+        """``n`` valid tasks written for the agent's current success per family; raises ``RuntimeError`` (with the
+        simulator's reject reasons) when its rounds write too few."""
+        if n < 1:
+            raise ValueError(f"n must be at least 1, got {n}")
+        if len(self._written) < n:
+            wanted = n - len(self._written)
+            batch = self._source.epoch_tasks(self.simulator, self._reports, wanted, self._rng, self.stats.rates())
+            for proposal in batch.proposals:
+                if proposal.task is not None:
+                    self._unrewarded.setdefault(proposal.task.task_id, []).append(proposal)
+            queued = {task.task_id for task in self._written}
+            self._written += [t for t in _distinct(batch.proposals) if t.task_id not in queued]
+            if len(self._written) < n:
+                reasons = sorted({p.reject_reason.split(":", 1)[0] for p in batch.proposals if p.task is None})
+                raise RuntimeError(
+                    f"the simulator wrote {len(self._written)} valid {self.adapter.name} tasks of the {n} wanted in "
+                    f"{len(batch.proposals)} outputs (rejected: {', '.join(reasons) or 'none'})"
+                )
+        tasks, self._written = self._written[:n], self._written[n:]
+        self._handed_out.update((task.task_id, task) for task in tasks)
+        self._unreported += n
+        return tasks
+
+    def report(self, task_ids: Sequence[str], rewards: Sequence[float]) -> dict[str, Any]:
+        """Record the agent's reward of each attempt (``task_ids[i]`` was attempted with ``rewards[i]`` in [0, 1]);
+        returns the batch's metrics, with ``simulator`` (the RWR update's statistics) when an update ran."""
+        task_ids, rewards = list(task_ids), [float(r) for r in rewards]
+        if len(task_ids) != len(rewards):
+            raise ValueError(f"{len(task_ids)} task ids but {len(rewards)} rewards")
+        if not task_ids:
+            raise ValueError("report() needs at least one attempt")
+        if unknown := sorted(set(task_ids) - self._handed_out.keys()):
+            raise ValueError(f"unknown task ids (not handed out by next_tasks): {', '.join(unknown[:5])}")
+        if bad := [r for r in rewards if not (math.isfinite(r) and 0.0 <= r <= 1.0)]:
+            raise ValueError(f"rewards must lie in [0, 1] (p_hat is their mean), got {bad[:5]}")
+
+        attempts = ((self._handed_out[task_id], reward) for task_id, reward in zip(task_ids, rewards, strict=True))
+        success = BatchSuccess.of(attempts, self.adapter.family)
+        for family, family_rewards in success.per_family.items():
+            self.stats.update(family, family_rewards)
+        proposals = [p for task_id in success.per_task for p in self._unrewarded.pop(task_id, [])]
+        config = self.config
+        earned = output_rewards(
+            [p.task.task_id for p in proposals],
+            success,
+            alpha=config.alpha,
+            beta=config.beta,
+            band=self.band,
+            lam=config.lam,
+        )
+        self.rewarded += zip(proposals, earned, strict=True)
+        self._rwr_examples += [
+            {"messages": p.messages, "completion": p.raw, "weight": r.weight}
+            for p, r in zip(proposals, earned, strict=True)
+            if r.kept
+        ]
+        self._reports += 1
+        self._unreported = 0
+        r_env = success.r_env(config.alpha, config.beta)
+        metrics: dict[str, Any] = {
+            "p_hat": success.p_hat,
+            "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(success.per_family.items())},
+            "p_hat_per_task": dict(success.per_task),
+            "r_env": float(np.mean(list(r_env.values()))),
+            "in_band": sum(self.band(p) for p in success.per_task.values()),
+        }
+        if self.rwr_trainer is not None and self._reports % config.update_every == 0:
+            metrics["simulator"] = self.update_simulator()
+        return metrics
+
+    def update_simulator(self) -> dict[str, Any]:
+        """The simulator's RWR update on the in-band outputs reported since the last one; returns its statistics."""
+        if self.rwr_trainer is None:
+            raise RuntimeError("this curriculum has no simulator update: set AlphaCurriculumConfig.rwr")
+        examples, self._rwr_examples = self._rwr_examples, []
+        if not examples:
+            return {"steps": 0, "examples": 0}
+        return self.rwr_trainer.train(examples).to_dict()
+
+    # -- TRL -------------------------------------------------------------------------------------
+    def dataset(self) -> IterableDataset:
+        """This curriculum as an endless ``datasets.IterableDataset`` of task rows (:func:`~genenv.envs.rows.task_row`:
+        ``prompt``, ``task_id``, ``task``); each row is written when the trainer reads it, so a trainer that reads
+        ahead (TRL's shuffle buffer: pass ``GRPOConfig(shuffle_dataset=False)``) trains on tasks written for the
+        agent's success as it was when they were read."""
+        from datasets import IterableDataset
+
+        return IterableDataset.from_generator(self._rows)
+
+    def _rows(self) -> Iterator[dict[str, Any]]:
+        while True:
+            (task,) = self.next_tasks(1)
+            if self._unreported == READ_AHEAD_WARNING:
+                logger.warning(
+                    "the trainer has read %d tasks without reporting rewards: it reads ahead (with TRL, pass "
+                    "GRPOConfig(shuffle_dataset=False)), so its tasks are written for the agent's past success",
+                    READ_AHEAD_WARNING,
+                )
+            yield task_row(self.adapter, task)
+
+    def reporting(self, reward_func: Callable[..., list[float | None]]) -> Callable[..., list[float | None]]:
+        """``reward_func`` (a TRL reward function) that also reports its rewards, by the batch's ``task_id`` column,
+        and logs the batch's ``p_hat``, ``R_env``, tasks in the band and the simulator update's examples and steps as
+        TRL metrics (``curriculum/...``). Attempts it scores ``None`` are not reported."""
+        if inspect.iscoroutinefunction(reward_func):
+            raise TypeError("reporting() wraps synchronous reward functions only")
+
+        @functools.wraps(reward_func)
+        def reported(*args: Any, task_id: list[str] | None = None, **kwargs: Any) -> list[float | None]:
+            if task_id is None:
+                raise ValueError("the batch has no 'task_id' column: train on AlphaCurriculum.dataset()")
+            rewards = reward_func(*args, task_id=task_id, **kwargs)
+            scored = [(t, r) for t, r in zip(task_id, rewards, strict=True) if r is not None]
+            if scored:
+                metrics = self.report([t for t, _ in scored], [r for _, r in scored])
+                if log_metric := kwargs.get("log_metric"):
+                    for name in ("p_hat", "r_env", "in_band"):
+                        log_metric(f"curriculum/{name}", float(metrics[name]))
+                    for name, value in metrics.get("simulator", {}).items():
+                        if name in ("examples", "steps"):
+                            log_metric(f"curriculum/simulator_{name}", float(value))
+            return rewards
+
+        return reported
+
+
+def _distinct(proposals: list[Proposal]) -> list[Task]:
+    """The valid tasks of ``proposals``, each task id once, in writing order."""
+    tasks: dict[str, Task] = {}
+    for proposal in proposals:
+        if proposal.task is not None:
+            tasks.setdefault(proposal.task.task_id, proposal.task)
+    return list(tasks.values())

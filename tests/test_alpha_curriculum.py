@@ -1,0 +1,148 @@
+"""AlphaCurriculum: the co-evolution trainer's curriculum bookkeeping as a task source, driving TRL's real
+GRPOTrainer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import data_dir
+from scripted_simulator import ScriptedSimulator
+from test_apibank_env import CALCULATOR_TASK
+from test_integration_trl import scripted_generate
+from test_train import HARD_TASK, _script_attempts, tiny_config
+
+from genenv.coevolution import CoEvolutionTrainer
+from genenv.curriculum import AlphaCurriculum, AlphaCurriculumConfig, RWRConfig
+from genenv.integrations.trl import environment_factory, episode_reward
+from genenv.llm.models import build_tiny_policy
+from genenv.pools import TaskPool
+
+REPLIES = [json.dumps(CALCULATOR_TASK), json.dumps(HARD_TASK), "{broken"]
+#: the agent's G = 2 attempts at each task (as test_train scripts them): one in the band, one outside
+ATTEMPTS = {"(12+8)*3": [1.0, 0.0], "7*6": [0.0, 0.0]}
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    from genenv.benchmarks.base import get_benchmark
+
+    return get_benchmark("apibank", data_dir=str(data_dir("apibank")))
+
+
+def curriculum(adapter, replies=REPLIES, **config) -> AlphaCurriculum:
+    return AlphaCurriculum(adapter, ScriptedSimulator(replies, "Calculator"), AlphaCurriculumConfig(**config))
+
+
+def test_bookkeeping_equals_the_coevolution_trainers_on_the_same_rewards(adapter, tmp_path):
+    config = tiny_config(tmp_path, epochs=2, replay_tasks=0, validation_split=None, base_split=None)
+    trainer = CoEvolutionTrainer(config)
+    trainer.simulator = ScriptedSimulator(REPLIES, "Calculator")
+    _script_attempts(trainer)
+    history = trainer.train()
+
+    source = curriculum(adapter, generation_rounds=config.generation_rounds, seed=config.seed)
+    for epoch, metrics in enumerate(history):
+        tasks = source.next_tasks(config.tasks_per_epoch)
+        attempts = [(t.task_id, r) for t in tasks for q, rs in ATTEMPTS.items() if q in t.prompt for r in rs]
+        reported = source.report([t for t, _ in attempts], [r for _, r in attempts])
+        assert reported["p_hat"] == metrics["p_hat"] and reported["r_env"] == metrics["r_env"]
+        assert sorted(reported["p_hat_per_task"].values()) == metrics["p_hat_per_task"]
+        assert reported["p_hat_per_family"] == metrics["p_hat_per_family"]
+        assert reported["in_band"] == metrics["in_band"]
+        # every valid output earned what D_env stored for it: p_hat, R_env, the band verdict, the RWR weight
+        stored = [r for r in TaskPool(tmp_path / "pools").records(epoch) if r["task"] is not None]
+        earned = source.rewarded[2 * epoch : 2 * epoch + 2]
+        assert [(p.raw, r.p_hat, r.r_env, r.kept, r.weight) for p, r in earned] == [
+            (r["raw"], r["p_hat"], r["r_env"], r["kept"], r["weight"]) for r in stored
+        ]
+    assert source.stats.rates() == trainer.stats.rates() == {"Calculator": 0.25}
+    # the simulator was shown the same success (the same prompts) in both epochs
+    assert source.simulator.prompts == trainer.simulator.prompts
+
+
+def test_it_drives_trls_grpo_trainer_and_updates_the_simulator(adapter, tmp_path):
+    from trl import GRPOConfig, GRPOTrainer
+
+    simulator = ScriptedSimulator(REPLIES, "Calculator")
+    simulator._policy = build_tiny_policy(seed=1)  # the simulator's weights, which RWR trains
+    source = AlphaCurriculum(adapter, simulator, AlphaCurriculumConfig(rwr=RWRConfig(batch_size=2)))
+    policy = build_tiny_policy(seed=0)
+    scripted_generate(policy.model, policy.tokenizer)  # attempts 1, 0 at each task: every task lands in the band
+    reported = []
+
+    def reward(completions, environments, **kwargs):
+        rewards = episode_reward(completions, environments, **kwargs)
+        reported.append(list(zip(kwargs["task_id"], rewards, strict=True)))
+        return rewards
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=96,
+        max_tool_calling_iterations=2,
+        logging_steps=1,
+        disable_tqdm=True,
+        save_strategy="no",
+        seed=0,
+        shuffle_dataset=False,  # a shuffle buffer would read 1000 tasks ahead of the agent's reports
+    )
+    trainer = GRPOTrainer(
+        model=policy.model,
+        processing_class=policy.tokenizer,
+        reward_funcs=source.reporting(reward),
+        train_dataset=source.dataset(),
+        environment_factory=environment_factory(adapter),
+        args=args,
+    )
+    trainer.train()
+    assert trainer.state.global_step == 2 and len(reported) == 2
+    assert [r for batch in reported for _, r in batch] == [1.0, 0.0] * 4
+    assert source.stats.count("Calculator") == 8 and source.stats.success("Calculator") == 0.5
+    assert all(r.p_hat == 0.5 and r.kept and r.r_env == 1.0 for _, r in source.rewarded)
+    logged = [entry for entry in trainer.state.log_history if "curriculum/p_hat" in entry]
+    assert [entry["curriculum/p_hat"] for entry in logged] == [0.5, 0.5]
+    # each report ran the simulator's update on the batch's in-band outputs (2 tasks, written once or twice)
+    assert all(entry["curriculum/simulator_examples"] >= 2 for entry in logged)
+    assert source.update_simulator() == {"steps": 0, "examples": 0}
+    assert len(simulator.prompts) <= 3  # the tasks were written as the trainer read them, one batch ahead at most
+
+
+def test_valid_tasks_beyond_the_request_wait_for_the_next_call(adapter):
+    source = curriculum(adapter)
+    first, second = source.next_tasks(1), source.next_tasks(1)
+    assert len(source.simulator.prompts) == 1  # one simulator batch wrote both tasks
+    assert {first[0].prompt, second[0].prompt} == {"User: How much is (12+8)*3?\n", "User: How much is 7*6?\n"}
+    source.report([first[0].task_id] * 2, [1.0, 1.0])
+    (output, earned), *_ = source.rewarded
+    assert output.task.task_id == first[0].task_id and earned.p_hat == 1.0 and not earned.kept  # outside the band
+
+
+def test_bad_input_is_refused(adapter):
+    source = curriculum(adapter)
+    with pytest.raises(ValueError, match="at least 1"):
+        source.next_tasks(0)
+    (task,) = source.next_tasks(1)
+    with pytest.raises(ValueError, match="unknown task ids"):
+        source.report(["apibank-gen-nothing"], [1.0])
+    with pytest.raises(ValueError, match="1 task ids but 2 rewards"):
+        source.report([task.task_id], [1.0, 0.0])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        source.report([task.task_id], [float("nan")])
+    with pytest.raises(ValueError, match="at least one"):
+        source.report([], [])
+    with pytest.raises(RuntimeError, match="set AlphaCurriculumConfig.rwr"):
+        source.update_simulator()
+    with pytest.raises(ValueError, match="task_id"):
+        source.reporting(episode_reward)(completions=[], environments=[])
+    with pytest.raises(RuntimeError, match=r"wrote 0 valid apibank tasks of the 1 wanted.*unparsable"):
+        curriculum(adapter, replies=["{broken"]).next_tasks(1)
+    with pytest.raises(ValueError, match="quotes alpha=0.5"):
+        curriculum(adapter, alpha=0.3)
+    with pytest.raises(ValueError, match="update_every"):
+        AlphaCurriculumConfig(update_every=0)
