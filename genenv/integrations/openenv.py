@@ -115,13 +115,12 @@ class ToolEnvEnvironment(Environment[GenEnvAction, GenEnvObservation, GenEnvStat
                 )
             options = {"task": self._by_id[task_id]}
         text, info = self._env.reset(seed=seed, options=options)
-        task = self._env.task
         self._state = GenEnvState(
             episode_id=episode_id,
             step_count=0,
             benchmark=self._state.benchmark,
             split=self._state.split,
-            task_id=task.task_id if task else None,
+            task_id=self._env.task.task_id,
             family=info["family"],
             done=False,
         )
