@@ -89,6 +89,19 @@ def llm_server() -> Iterator[str]:
                 assert process.poll() is None, "llama_cpp.server exited while starting"
                 assert time.monotonic() < deadline, "llama_cpp.server did not answer within 120 s"
                 time.sleep(0.5)
+        probe = {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        request = urllib.request.Request(
+            f"{url}/chat/completions", json.dumps(probe).encode(), {"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                json.loads(response.read())
+        except OSError as error:
+            pytest.skip(
+                f"llama_cpp.server answers but cannot generate ({error}): a llama-cpp-python build using CPU "
+                "instructions this machine refuses (e.g. AMX tiles) dies on its first token; rebuild it with "
+                "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON'"
+            )
         yield url
     finally:
         process.terminate()
