@@ -122,8 +122,8 @@ class Simulator:
         engine: who generates (``hf``, ``ctranslate2``, ``vllm``, ``openai`` or ``auto``:
             :func:`~genenv.llm.engines.resolve_engine`), synced with the policy's current weights before every
             call. Constrained calls need a logits hook that only ``hf`` has: with ``ctranslate2`` or ``vllm`` they
-            fall back to ``hf``, and the reason is logged once. ``openai`` is a server (``openai``) that renders the
-            chat itself and enforces the schema of a constrained call; no local weights are loaded.
+            fall back to ``hf``, and the reason is logged once. With ``openai`` the server ``openai`` names renders
+            the chat itself and enforces a constrained call's schema; no local weights are loaded.
         engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
         openai: the server of engine ``openai``.
     """

@@ -138,12 +138,15 @@ class OpenAIEngine:
         url = f"{self._base}/{path}"
         tries = 1 + self.config.max_retries
         for attempt in range(tries):
+            wait: float | None = None
             try:
                 response = self._client.post(url, json=body)
             except httpx.TimeoutException:
-                problem, wait = f"no answer within {self.config.timeout_s:g} s", None
-            except httpx.TransportError as error:
-                problem, wait = f"cannot connect ({type(error).__name__}: {error}); is the server running?", None
+                problem = f"no answer within {self.config.timeout_s:g} s"
+            except httpx.ConnectError as error:
+                problem = f"cannot connect ({error}); is the server running?"
+            except httpx.TransportError as error:  # e.g. the server closed the connection without an answer
+                problem = f"connection failed ({type(error).__name__}: {error})"
             else:
                 if response.status_code < 400:
                     return _first_choice(url, response)
