@@ -164,6 +164,24 @@ def test_the_evaluate_command_with_engine_openai(llama_server, tmp_path):
     assert all(episode["actions"] and episode["actions"][0] for episode in results["episodes"])
 
 
+def test_a_genenv_epoch_with_the_simulator_on_llama_cpp(llama_server, tmp_path, caplog):
+    pytest.importorskip("reasoning_gym")
+    from test_train import tiny_config
+
+    from genenv.coevolution import CoEvolutionTrainer
+    from genenv.pools import TaskPool
+
+    config = tiny_config(
+        tmp_path, benchmark="reasoning_gym", data_dir=None, epochs=1, validation_split="validation", replay_tasks=0,
+        simulator_max_new_tokens=48, simulator_engine="openai", simulator_openai=llama_config(llama_server),
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="genenv.coevolution"):
+        (metrics,) = CoEvolutionTrainer(config).train()
+    assert any("RWR is off" in record.getMessage() for record in caplog.records)
+    assert metrics["proposals"] == 2 and metrics["fresh_tasks"] >= 1 and metrics["simulator"] == {}
+    assert len(TaskPool(tmp_path / "pools")) == 2  # D_env committed with the epoch
+
+
 # -- a server that misbehaves on purpose ---------------------------------------------------------------------------
 @dataclass
 class Reply:
