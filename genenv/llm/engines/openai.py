@@ -106,11 +106,6 @@ class OpenAIEngine:
         key = os.environ.get(self.config.api_key_env, "")
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def close(self) -> None:
-        """Release the connections and worker threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._client.close()
-
     def sync(self, model: Any, *, force: bool = False) -> float:
         """Nothing to sync: the server generates with its own weights."""
         return 0.0
