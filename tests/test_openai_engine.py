@@ -128,7 +128,8 @@ def test_simulator_writes_schema_valid_tasks_through_llama_cpp(llama_server):
     for proposal in proposals:
         assert proposal.task is not None, proposal.reject_reason
         assert set(json.loads(proposal.raw)) == {"a", "b"}  # the grammar kept the answer inside the schema
-    assert simulator._policy is None  # no local weights were loaded
+    with pytest.raises(ValueError, match="no local weights"):  # nothing for RWR to update
+        _ = simulator.policy
 
 
 def test_evaluate_plays_the_agent_through_llama_cpp(llama_server):
@@ -232,8 +233,9 @@ def stub() -> Iterator[tuple[str, Script]]:
                 **json.loads(self.rfile.read(length)),
             }
             reply = script.next(request)
+            time.sleep(reply.delay)
+            script.done()  # before the answer goes out: the client may send its next request as soon as it has it
             try:
-                time.sleep(reply.delay)
                 self.send_response(reply.status)
                 for name, value in {"Content-Type": "application/json", **reply.headers}.items():
                     self.send_header(name, value)
@@ -242,8 +244,6 @@ def stub() -> Iterator[tuple[str, Script]]:
                 self.wfile.write(reply.body.encode())
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                 pass
-            finally:
-                script.done()
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -156,6 +156,13 @@ class Simulator:
 
     @property
     def policy(self) -> Any:
+        """The simulator's local model (loaded on first use); ``ValueError`` for a simulator on a server, which has
+        none (nothing to update by RWR)."""
+        if self._policy is None:
+            raise ValueError(
+                f"the simulator (engine {self.engine_setting}) has no local weights: RWR and other weight updates "
+                "need a local simulator"
+            )
         if isinstance(self._policy, str):
             from genenv.llm.models import load_policy
 
