@@ -179,7 +179,6 @@ class GenEnvConfig:
 
     def __post_init__(self) -> None:
         check_types(self, "coevolution")
-        check_types(self.simulator_openai, "simulator.openai")
         for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
                      "simulator_max_new_tokens", "validation_every", "stats_window"):  # fmt: skip
             if getattr(self, name) < 1:

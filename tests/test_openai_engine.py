@@ -350,6 +350,16 @@ def test_token_level_turns_go_out_as_text_and_come_back_as_token_ids(stub, tiny_
     assert new_ids == [tokenizer("Sure.")["input_ids"] + [tokenizer.eos_token_id], tokenizer("It is")["input_ids"]]
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [({"timeout_s": "abc"}, "timeout_s must be int or float"), ({"base_url": "localhost:8080"}, "http:// or https://"),
+     ({"schema_format": "xml"}, "json_schema or json_object"), ({"max_concurrency": 0}, "max_concurrency >= 1")],
+)  # fmt: skip
+def test_settings_are_checked(setting, message):
+    with pytest.raises(ValueError, match=message):
+        OpenAIConfig(**setting)
+
+
 def test_an_endpoint_cannot_play_grpo_rollouts():
     with pytest.raises(ValueError, match="cannot play GRPO rollouts"):
         resolve_engine("openai", device="cpu", purpose="rollout")

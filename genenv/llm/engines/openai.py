@@ -75,6 +75,12 @@ class OpenAIConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name, kinds in (("timeout_s", (int, float)), ("backoff_s", (int, float)), ("max_retries", (int,)),
+                            ("max_concurrency", (int,)), ("base_url", (str,)), ("model", (str,)),
+                            ("api_key_env", (str,)), ("extra_body", (dict,))):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                raise ValueError(f"openai.{name} must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"openai.base_url must start with http:// or https://, got {self.base_url!r}")
         if self.timeout_s <= 0 or self.backoff_s < 0:
