@@ -65,7 +65,7 @@ from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, 
 from genenv.curriculum.success import BatchSuccess, output_rewards
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
-from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, build_engine
+from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, OpenAIConfig, build_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import load_average, peak_rss_mb
@@ -116,13 +116,16 @@ class GenEnvConfig:
         lam: lambda of the RWR weights ``exp(lambda R_env)``.
         stats_window: episodes per family in the success statistics shown to the simulator.
         agent_model: model of the agent policy (``smollm2``, ``tiny`` or an HF path).
-        simulator_model: model of the simulator policy.
+        simulator_model: model of the simulator policy (unused with ``simulator_engine="openai"``).
         simulator_batch_size: proposals per simulator ``generate`` call.
         simulator_max_new_tokens: generation limit of one proposal.
         simulator_temperature: sampling temperature of the simulator.
         simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``auto``;
-            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``).
+            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``), or ``openai``: the server
+            ``simulator_openai`` names writes them (no local simulator weights: a ``genenv`` curriculum conditions it
+            on the agent's success but cannot update it, RWR is off, and the trainer says so when it starts).
         simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        simulator_openai: the OpenAI-compatible server of ``simulator_engine="openai"``.
         simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
             training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
             inside the band (what RWR trains it toward, shown in context), topped up with training items while it
@@ -168,6 +171,7 @@ class GenEnvConfig:
     simulator_engine: str = "auto"
     simulator_engine_compute_type: str = "int8"
     simulator_examples: str = "train"
+    simulator_openai: OpenAIConfig = field(default_factory=OpenAIConfig)
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
@@ -210,6 +214,7 @@ class GenEnvConfig:
             alpha=self.alpha,
             engine=self.simulator_engine,
             engine_compute_type=self.simulator_engine_compute_type,
+            openai=self.simulator_openai,
         )
 
 
@@ -261,8 +266,16 @@ class CoEvolutionTrainer:
         self.validation_tasks: list[Task] = []
         self._validation_engine: Engine | None = None
         if self.is_main:
-            self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
-            if config.curriculum == "genenv":
+            if config.simulator_engine != "openai":  # an endpoint simulator has no local weights
+                self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
+            if config.curriculum == "genenv" and self.simulator_policy is None:
+                logger.warning(
+                    "simulator on the endpoint %s (model %s): conditioned on the agent's success but never updated, "
+                    "RWR is off (it trains local weights)",
+                    config.simulator_openai.base_url,
+                    config.simulator_openai.model,
+                )
+            elif config.curriculum == "genenv":
                 self.simulator_trainer = RWRTrainer(self.simulator_policy, config.rwr)
             self.simulator = config.simulator(self.simulator_policy)
             self.traces = TracePool(self.run_dir / POOLS)

@@ -2,8 +2,10 @@
 
     python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny] [engine=hf]
 
-``engine`` (``auto``, ``hf``, ``ctranslate2``; :func:`genenv.llm.engines.resolve_engine`) generates the
-agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's.
+``engine`` (``auto``, ``hf``, ``ctranslate2``, ``openai``; :func:`genenv.llm.engines.resolve_engine`) generates the
+agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's. With ``engine=openai`` an
+OpenAI-compatible server (the ``openai`` settings) plays the agent through its ``/completions`` endpoint, the prompts
+rendered with ``model``'s tokenizer, which must be the served model's (:mod:`genenv.llm.engines.openai`).
 
 Writes ``results.json`` (metrics, per-family success, every episode, how the adapter scored, wall time per task
 and peak RSS) and ``results.md`` (a table) into the Hydra run folder (or ``output_dir=DIR``) and prints where they
@@ -31,7 +33,7 @@ from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
 from genenv.console import progress as progress_bar
 from genenv.envs.tool_env import ToolEnv
-from genenv.llm.engines import build_engine, resolve_engine
+from genenv.llm.engines import OpenAIConfig, build_engine, resolve_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.machine import load_average, peak_rss_mb
 from genenv.pools import RESERVED_KEYS, JsonlPool
@@ -196,7 +198,12 @@ def run(cfg: DictConfig) -> Path:
         policy,
         SamplingConfig(max_new_tokens=cfg.max_new_tokens),
         few_shot=cfg.model.get("few_shot", "generic"),
-        engine=build_engine(engine, policy, compute_type=cfg.engine_compute_type),
+        engine=build_engine(
+            engine,
+            policy,
+            compute_type=cfg.engine_compute_type,
+            openai=OpenAIConfig(**OmegaConf.to_container(cfg.openai, resolve=True)) if engine == "openai" else None,
+        ),
     )
     max_turns = cfg.max_turns or bench.max_turns
     continued, began = (out / JOURNAL).exists(), time.perf_counter()

@@ -24,6 +24,7 @@ from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require
 from genenv.console import RunDisplay, quiet_console
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve
+from genenv.llm.engines import OpenAIConfig
 from genenv.plot import plot_learning_curve
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         simulator_engine=cfg.simulator.engine,
         simulator_engine_compute_type=cfg.simulator.engine_compute_type,
         simulator_examples=cfg.simulator.examples,
+        simulator_openai=OpenAIConfig(**OmegaConf.to_container(cfg.simulator.openai, resolve=True)),
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
         agent=GRPOAgentConfig(**agent),
         warm_start=WarmStartConfig(**OmegaConf.to_container(cfg.warm_start, resolve=True)),

@@ -15,12 +15,13 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task
-from genenv.llm.engines import Engine, build_engine, engine_chat, resolve_engine
+from genenv.llm.engines import Engine, OpenAIConfig, build_engine, engine_chat, resolve_engine
+from genenv.llm.engines.openai import OpenAIEngine
 from genenv.llm.generation import SamplingConfig, generate_chat
 
 logger = logging.getLogger(__name__)
@@ -111,18 +112,20 @@ class Simulator:
 
     Args:
         policy: a :class:`~genenv.llm.models.Policy`, or a model name for
-            :func:`~genenv.llm.models.load_policy` (loaded on first use).
+            :func:`~genenv.llm.models.load_policy` (loaded on first use); ``None`` with engine ``openai``.
         batch_size: proposals per :meth:`propose` call (one batched ``generate``).
         sampling: decoding settings; sampling (temperature > 0) keeps proposals diverse.
         num_examples: worked examples shown per prompt.
         alpha: the target success rate quoted in the prompt.
         constrained: keep each answer inside ``adapter.generation_schema(family)`` while it is
             generated (JSON-schema-constrained decoding), when the adapter provides schemas.
-        engine: who generates (``hf``, ``ctranslate2``, ``vllm`` or ``auto``:
+        engine: who generates (``hf``, ``ctranslate2``, ``vllm``, ``openai`` or ``auto``:
             :func:`~genenv.llm.engines.resolve_engine`), synced with the policy's current weights before every
-            call. Constrained calls need a logits hook that only ``hf`` has: with another engine they fall back to
-            ``hf``, and the reason is logged once.
+            call. Constrained calls need a logits hook that only ``hf`` has: with ``ctranslate2`` or ``vllm`` they
+            fall back to ``hf``, and the reason is logged once. With ``openai`` the server ``openai`` names renders
+            the chat itself and enforces a constrained call's schema; no local weights are loaded.
         engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        openai: the server of engine ``openai``.
     """
 
     def __init__(
@@ -136,10 +139,12 @@ class Simulator:
         constrained: bool = True,
         engine: str = "hf",
         engine_compute_type: str = "int8",
+        openai: OpenAIConfig | None = None,
     ) -> None:
         self._policy = policy
         self.engine_setting = engine
         self.engine_compute_type = engine_compute_type
+        self.openai = openai
         self._engine_name: str | None = None
         self._engine: Engine | None = None
         self._fallback_logged = False
@@ -151,6 +156,13 @@ class Simulator:
 
     @property
     def policy(self) -> Any:
+        """The simulator's local model (loaded on first use); ``ValueError`` for a simulator on a server, which has
+        none (nothing to update by RWR)."""
+        if self._policy is None:
+            raise ValueError(
+                f"the simulator (engine {self.engine_setting}) has no local weights: RWR and other weight updates "
+                "need a local simulator"
+            )
         if isinstance(self._policy, str):
             from genenv.llm.models import load_policy
 
@@ -160,6 +172,8 @@ class Simulator:
     @property
     def engine_name(self) -> str:
         """The engine the ``engine`` setting resolves to on this machine (resolved once, the reason logged)."""
+        if self._engine_name is None and self.engine_setting == "openai":
+            self._engine_name = "openai"  # a server: no local weights, no device
         if self._engine_name is None:
             self._engine_name, _ = resolve_engine(
                 self.engine_setting, device=self.policy.model.device, purpose="generate"
@@ -170,7 +184,10 @@ class Simulator:
     def engine(self) -> Engine:
         """The simulator's engine, built on first use."""
         if self._engine is None:
-            self._engine = build_engine(self.engine_name, self.policy, compute_type=self.engine_compute_type)
+            policy = None if self.engine_name == "openai" else self.policy
+            self._engine = build_engine(
+                self.engine_name, policy, compute_type=self.engine_compute_type, openai=self.openai
+            )
         return self._engine
 
     def messages(
@@ -218,6 +235,8 @@ class Simulator:
         schemas: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
+        if self.engine_name == "openai":  # the server renders the chat and enforces the schemas itself
+            return cast(OpenAIEngine, self.engine).chat(conversations, self.sampling, seed=seed, schemas=schemas)
         if schemas is not None:
             from genenv.llm.constrained import json_schema_constraint
 

@@ -6,11 +6,13 @@ One module per engine:
   the trained weights are the generating weights, nothing to sync);
 * :mod:`~genenv.llm.engines.ctranslate2`: CTranslate2 on CPU (int8 or float32), a converted copy of the
   policy's weights, re-synced from the policy when they change;
-* :mod:`~genenv.llm.engines.vllm`: vLLM through TRL's integration, for GRPO rollouts on a GPU.
+* :mod:`~genenv.llm.engines.vllm`: vLLM through TRL's integration, for GRPO rollouts on a GPU;
+* :mod:`~genenv.llm.engines.openai`: an OpenAI-compatible server genenv does not train (the simulator, the
+  Offline baseline's writer, the agent under evaluation).
 
 :func:`resolve_engine` turns a setting (``hf``, ``ctranslate2``, ``vllm`` or ``auto``) into the engine used on
 this machine for a purpose (``"rollout"``: GRPO episodes; ``"generate"``: evaluation and the simulator) and
-logs why; :func:`build_engine` makes the stand-alone engines (``hf``, ``ctranslate2``).
+logs why; :func:`build_engine` makes the stand-alone engines (``hf``, ``ctranslate2``, ``openai``).
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from typing import Any, Literal, Protocol
 import torch
 
 from genenv.llm.engines.ctranslate2 import COMPUTE_TYPES, CTranslate2Engine
+from genenv.llm.engines.openai import OpenAIConfig, OpenAIEngine
 from genenv.llm.generation import GenerateFn, SamplingConfig, render_chat
 
-__all__ = ["ENGINES", "COMPUTE_TYPES", "Engine", "build_engine", "engine_chat", "resolve_engine"]
+__all__ = ["ENGINES", "COMPUTE_TYPES", "Engine", "OpenAIConfig", "build_engine", "engine_chat", "resolve_engine"]
 
 logger = logging.getLogger(__name__)
 
 #: Values of the ``engine`` settings.
-ENGINES = ("auto", "hf", "ctranslate2", "vllm")
+ENGINES = ("auto", "hf", "ctranslate2", "vllm", "openai")
 
 Purpose = Literal["rollout", "generate"]
 
@@ -63,10 +66,16 @@ def resolve_engine(requested: str, *, device: str | torch.device, purpose: Purpo
     CTranslate2 on CPU when it is installed (measured 1.9-2.0x HF ``generate`` in int8 on an idle 2-core machine,
     ``benchmarks/results/engine_throughput.json``), else ``hf``. An explicit engine that cannot run here falls
     back to ``hf`` with the reason: ``ctranslate2`` not installed, ``vllm`` without CUDA or vLLM, and ``vllm`` for
-    evaluation or the simulator (genenv drives vLLM only through TRL's GRPO integration).
+    evaluation or the simulator (genenv drives vLLM only through TRL's GRPO integration). ``openai`` (a server's
+    weights, which genenv cannot train) serves ``generate`` only: for GRPO rollouts it raises ``ValueError``.
     """
     if requested not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {requested!r}")
+    if requested == "openai" and purpose == "rollout":
+        raise ValueError(
+            "engine openai cannot play GRPO rollouts: GRPO trains the weights that generate, and an endpoint's are "
+            "not genenv's (use it for evaluation and the simulator)"
+        )
     cuda = torch.device(device).type == "cuda"
     if requested == "auto":
         if cuda and purpose == "rollout" and _vllm_available():
@@ -105,12 +114,18 @@ def build_engine(
     compute_type: str = "int8",
     logprob_temperature: float = 1.0,
     threads: int | None = None,
+    openai: OpenAIConfig | None = None,
 ) -> Engine:
-    """A stand-alone engine (``hf`` or ``ctranslate2``: :func:`resolve_engine` first) for ``policy``.
+    """A stand-alone engine (``hf``, ``ctranslate2`` or ``openai``: :func:`resolve_engine` first) for ``policy``.
 
     ``logprob_temperature``: the sampling temperature whose log-probabilities a CTranslate2 engine returns
-    (GRPO's); ``threads``: CTranslate2 threads (default: torch's).
+    (GRPO's); ``threads``: CTranslate2 threads (default: torch's); ``openai``: the server of an ``openai`` engine
+    (``policy`` may then be ``None``; its tokenizer, when given, lets the engine play token-level episodes).
     """
+    if name == "openai":
+        if openai is None:
+            raise ValueError("engine openai needs the server's settings (base_url, model: the openai config block)")
+        return OpenAIEngine(openai, tokenizer=getattr(policy, "tokenizer", None))
     if name == "hf":
         from genenv.llm.engines.hf import HFEngine
 

@@ -1,0 +1,259 @@
+"""The OpenAI-compatible endpoint engine: generation by a server genenv does not train (``engine=openai``).
+
+Any server speaking OpenAI's HTTP API (OpenAI itself, vLLM, llama.cpp's servers, ...) at ``base_url``:
+
+* :meth:`OpenAIEngine.chat` continues conversations through ``/chat/completions``: the server renders its own chat
+  template, and a JSON schema goes out as the request's ``response_format`` (the server enforces it; llama.cpp
+  compiles it to a grammar). The simulator (and so the Offline baseline's pool writer) writes tasks this way.
+* :meth:`OpenAIEngine.generator` is a token-level :data:`~genenv.llm.generation.GenerateFn` over ``/completions``:
+  genenv renders the agent's prompt with its local tokenizer as for any engine, sends it as text, and re-encodes the
+  returned text with that tokenizer (plus the end-of-turn token when the server stopped at one). The served model
+  must share that tokenizer's chat template; no log-probabilities come back, so GRPO cannot train on these tokens.
+
+Every request is retried after a 429, a 5xx, a timeout or a refused connection, with exponential backoff; at most
+``max_concurrency`` requests are in flight. A request that still fails raises :class:`EndpointError` naming the URL
+and the status. The API key is read from the environment variable ``api_key_env`` names, never from a config.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from genenv.llm.generation import GenerateFn, SamplingConfig
+
+__all__ = ["EndpointError", "OpenAIConfig", "OpenAIEngine"]
+
+logger = logging.getLogger(__name__)
+
+#: statuses worth another try: rate limiting and server-side failures
+RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+#: longest wait between two tries, whatever the backoff or a ``Retry-After`` header says
+MAX_BACKOFF_S = 60.0
+
+
+class EndpointError(RuntimeError):
+    """A request to an OpenAI-compatible server failed for good (the message names the URL and the status)."""
+
+
+@dataclass
+class OpenAIConfig:
+    """Where and how to reach an OpenAI-compatible server (the ``openai`` settings of ``engine=openai``).
+
+    Args:
+        base_url: the API root, ``/v1`` included (``http://127.0.0.1:8080/v1``, ``https://api.openai.com/v1``).
+        model: the model name sent with every request, as the server knows it.
+        api_key_env: the environment variable holding the API key, sent as a bearer token; no key is sent while
+            it is unset or empty (local servers).
+        timeout_s: seconds one request may take (connect, send, wait, read) before it counts as a failed try.
+        max_retries: further tries of a request after a 408/409/429, a 5xx, a timeout or a connection error.
+        backoff_s: wait before the first retry, doubled for each further one (a ``Retry-After`` header wins);
+            never over 60 s.
+        max_concurrency: requests in flight at once (the rows of a batch go out in parallel up to this).
+        schema_format: how a JSON schema is sent: ``"json_schema"`` (OpenAI's ``response_format``, which vLLM and
+            llama.cpp's ``llama-server`` take too) or ``"json_object"`` (``{"type": "json_object", "schema": ...}``,
+            the form llama-cpp-python's server takes).
+        extra_body: further fields of every request (server-specific sampling settings, e.g. ``{"top_k": 0}`` for
+            llama.cpp, whose default top-k of 40 differs from genenv's engines, which sample the whole vocabulary).
+    """
+
+    base_url: str = "http://127.0.0.1:8080/v1"
+    model: str = "default"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    max_concurrency: int = 4
+    schema_format: Literal["json_schema", "json_object"] = "json_schema"
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, kinds in (("timeout_s", (int, float)), ("backoff_s", (int, float)), ("max_retries", (int,)),
+                            ("max_concurrency", (int,)), ("base_url", (str,)), ("model", (str,)),
+                            ("api_key_env", (str,)), ("extra_body", (dict,))):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                raise ValueError(f"openai.{name} must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"openai.base_url must start with http:// or https://, got {self.base_url!r}")
+        if self.timeout_s <= 0 or self.backoff_s < 0:
+            raise ValueError("openai.timeout_s must be > 0 and openai.backoff_s >= 0")
+        if self.max_retries < 0 or self.max_concurrency < 1:
+            raise ValueError("openai.max_retries must be >= 0 and openai.max_concurrency >= 1")
+        if self.schema_format not in ("json_schema", "json_object"):
+            raise ValueError(f"openai.schema_format must be json_schema or json_object, got {self.schema_format!r}")
+
+
+class OpenAIEngine:
+    """Generation by an OpenAI-compatible server; ``tokenizer``: the local tokenizer of the served model, needed by
+    :meth:`generator` only."""
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIConfig, tokenizer: Any | None = None) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self._base = config.base_url.rstrip("/")
+        self._client = httpx.Client(
+            timeout=config.timeout_s,
+            limits=httpx.Limits(max_connections=config.max_concurrency),
+            headers=self._headers(),
+        )
+        self._pool = ThreadPoolExecutor(max_workers=config.max_concurrency, thread_name_prefix="genenv-openai")
+
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.config.api_key_env, "")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def sync(self, model: Any, *, force: bool = False) -> float:
+        """Nothing to sync: the server generates with its own weights."""
+        return 0.0
+
+    # -- requests -----------------------------------------------------------------------------
+    def _sampling(self, sampling: SamplingConfig, seed: int | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+        }
+        if sampling.temperature > 0:
+            body["top_p"] = sampling.top_p
+        if seed is not None:
+            body["seed"] = seed
+        return {**body, **self.config.extra_body}
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.config.schema_format == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One request, tried up to ``1 + max_retries`` times; the JSON answer's first choice."""
+        url = f"{self._base}/{path}"
+        tries = 1 + self.config.max_retries
+        for attempt in range(tries):
+            wait: float | None = None
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TimeoutException:
+                problem = f"no answer within {self.config.timeout_s:g} s"
+            except httpx.ConnectError as error:
+                problem = f"cannot connect ({error}); is the server running?"
+            except httpx.TransportError as error:  # e.g. the server closed the connection without an answer
+                problem = f"connection failed ({type(error).__name__}: {error})"
+            else:
+                if response.status_code < 400:
+                    return _first_choice(url, response)
+                problem = f"HTTP {response.status_code}: {_excerpt(response.text)}"
+                if response.status_code not in RETRIED_STATUSES:
+                    if response.status_code in (401, 403):
+                        state = "set" if os.environ.get(self.config.api_key_env) else "not set"
+                        problem += f" (API key from ${self.config.api_key_env}: {state})"
+                    raise EndpointError(f"POST {url}: {problem}")
+                wait = _retry_after(response)
+            if attempt + 1 < tries:
+                delay = min(wait if wait is not None else self.config.backoff_s * 2**attempt, MAX_BACKOFF_S)
+                logger.warning("POST %s: %s; try %d of %d in %.1f s", url, problem, attempt + 2, tries, delay)
+                time.sleep(delay)
+        raise EndpointError(f"POST {url}: {problem} (after {tries} tries)")
+
+    def _post_all(self, path: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The requests in parallel (at most ``max_concurrency`` at once), the answers in order; the first failure
+        cancels the requests not yet sent and raises."""
+        return list(self._pool.map(lambda body: self._post(path, body), bodies))
+
+    # -- message level ------------------------------------------------------------------------
+    def chat(
+        self,
+        conversations: list[list[dict[str, Any]]],
+        sampling: SamplingConfig,
+        seed: int | None = None,
+        schemas: list[dict[str, Any]] | None = None,
+    ) -> list[str]:
+        """The server's next assistant message for each conversation, in order; row ``i`` constrained to
+        ``schemas[i]`` when given. With ``seed``, row ``i`` is sampled with seed ``seed + i``."""
+        bodies = []
+        for row, messages in enumerate(conversations):
+            body = {**self._sampling(sampling, None if seed is None else seed + row), "messages": messages}
+            if schemas is not None:
+                body["response_format"] = self._response_format(schemas[row])
+            bodies.append(body)
+        url = f"{self._base}/chat/completions"
+        texts = []
+        for choice in self._post_all("chat/completions", bodies):
+            message = choice.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(message, dict) or not isinstance(content, str | None):
+                raise EndpointError(f"POST {url}: malformed answer, no message text: {_excerpt(repr(choice))}")
+            texts.append((content or "").strip())
+        return texts
+
+    # -- token level --------------------------------------------------------------------------
+    def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
+        """A :data:`GenerateFn` over ``/completions``: each row's token ids go out as the text they decode to, the
+        answer comes back as its text's token ids (the end-of-turn token appended when the server stopped on its
+        own). With ``seed``, row ``r`` of call ``k`` is sampled with seed ``seed + 7919 * k + r``."""
+        if logprobs:
+            raise ValueError(
+                "engine openai returns text, not log-probabilities of genenv's tokens: it cannot serve GRPO rollouts"
+            )
+        if self.tokenizer is None:
+            raise ValueError("engine openai needs the served model's local tokenizer to play token-level episodes")
+        tokenizer, eos = self.tokenizer, self.tokenizer.eos_token_id
+        url = f"{self._base}/completions"
+        calls = 0
+
+        def generate(batch: list[list[int]]) -> tuple[list[list[int]], None]:
+            nonlocal calls
+            bodies = [
+                {
+                    **self._sampling(sampling, None if seed is None else seed + 7919 * calls + row),
+                    "prompt": tokenizer.decode(ids, skip_special_tokens=False),
+                }
+                for row, ids in enumerate(batch)
+            ]
+            calls += 1
+            new_ids = []
+            for choice in self._post_all("completions", bodies):
+                text = choice.get("text")
+                if not isinstance(text, str):
+                    raise EndpointError(f"POST {url}: malformed answer, no text: {_excerpt(repr(choice))}")
+                ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+                new_ids.append(ids + [eos] if choice.get("finish_reason") == "stop" else ids)
+            return new_ids, None
+
+        return generate
+
+
+def _first_choice(url: str, response: httpx.Response) -> dict[str, Any]:
+    """The first element of the answer's ``choices``; :class:`EndpointError` when the body is not that."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise EndpointError(
+            f"POST {url}: HTTP {response.status_code} with a malformed JSON body: {_excerpt(response.text)}"
+        ) from None
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise EndpointError(f"POST {url}: malformed answer, no choices: {_excerpt(response.text)}")
+    return choices[0]
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The wait a ``Retry-After`` header asks for, in seconds (``None``: none, or a date)."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
