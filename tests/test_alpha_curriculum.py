@@ -4,6 +4,7 @@ GRPOTrainer."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from conftest import data_dir
@@ -15,6 +16,7 @@ from test_train import HARD_TASK, _script_attempts, tiny_config
 from genenv.coevolution import CoEvolutionTrainer
 from genenv.curriculum import AlphaCurriculum, AlphaCurriculumConfig, RWRConfig
 from genenv.integrations.trl import environment_factory, episode_reward
+from genenv.llm.engines.openai import OpenAIConfig
 from genenv.llm.models import build_tiny_policy
 from genenv.pools import TaskPool
 
@@ -146,3 +148,23 @@ def test_bad_input_is_refused(adapter):
         curriculum(adapter, alpha=0.3)
     with pytest.raises(ValueError, match="update_every"):
         AlphaCurriculumConfig(update_every=0)
+
+
+def test_a_simulator_on_a_server_skips_rwr_and_says_so(adapter, caplog):
+    """With no local weights (engine openai) there is nothing for RWR to train: the curriculum warns once, at start,
+    as the co-evolution trainer does, and still writes, hands out and scores tasks."""
+    simulator = ScriptedSimulator(REPLIES, "Calculator")  # its replies stand in for the server's
+    simulator.engine_setting, simulator.openai = "openai", OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="sim")
+    assert not simulator.has_local_weights
+    config = AlphaCurriculumConfig(rwr=RWRConfig(batch_size=2))
+    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.alpha"):
+        source = AlphaCurriculum(adapter, simulator, config)
+        tasks = source.next_tasks(2)
+        attempts = [(t.task_id, r) for t in tasks for q, rs in ATTEMPTS.items() if q in t.prompt for r in rs]
+        reported = source.report([t for t, _ in attempts], [r for _, r in attempts])
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "RWR is off" in warning and "http://127.0.0.1:9/v1 (model sim)" in warning
+    assert source.rwr_trainer is None and "simulator" not in reported
+    assert reported["in_band"] == 1 and any(earned.kept for _, earned in source.rewarded)  # scored as with RWR
+    with pytest.raises(RuntimeError, match="no local weights"):
+        source.update_simulator()

@@ -1,9 +1,12 @@
 """``genenv.integrations.verifiers`` end to end: verifiers' own eval runner plays genenv episodes against a real
-OpenAI-compatible server on localhost (llama.cpp's, serving the embedded SmolLM2), and the rubric is genenv's score."""
+OpenAI-compatible server on localhost (llama.cpp's, serving the embedded SmolLM2), and the rubric is genenv's score.
+
+verifiers 0.4 pins mcp==2.0.0 and openenv's fastmcp (in ``.venv``) needs mcp<2, so verifiers' side runs in
+``.venv-verifiers`` (``scripts/setup.sh``: an overlay on ``.venv`` holding only what differs) as a child process,
+``verifiers_side.py``; this module, in ``.venv``, serves the model and replays every trace as a genenv episode."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 import importlib.util
 import json
@@ -14,36 +17,58 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import data_dir
+from conftest import REPO, child_env, data_dir
 
-pytest.importorskip("verifiers.v1", reason="needs the verifiers extra: pip install 'genenv[verifiers]'")
-if importlib.util.find_spec("mcp.server.mcpserver") is None:
+from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.envs.expert import expert_messages
+from genenv.envs.tool_env import ToolEnv, score_episode
+
+BENCHMARK, SPLIT, MAX_TURNS = "apibank", "level-3", 3
+SIDE_SCRIPT = Path(__file__).with_name("verifiers_side.py")
+#: the overlay environment scripts/setup.sh builds beside .venv for verifiers
+VERIFIERS_ENV = REPO / ".venv-verifiers"
+
+
+@pytest.fixture(scope="module")
+def verifiers_python() -> str:
+    """The interpreter with verifiers 0.4 and mcp 2.0: the overlay, else this one if it has both."""
+    overlay = VERIFIERS_ENV / "bin" / "python"
+    if overlay.is_file():
+        return str(overlay)
+    try:
+        if importlib.util.find_spec("verifiers") and importlib.util.find_spec("mcp.server.mcpserver"):
+            return sys.executable
+    except ImportError:
+        pass
     pytest.skip(
-        "verifiers 0.4 loads tasksets only with mcp 2.0 (found an older mcp, e.g. the one openenv's fastmcp needs): "
-        "install genenv[verifiers] in its own environment",
-        allow_module_level=True,
+        f"no {VERIFIERS_ENV} (verifiers 0.4 needs mcp==2.0.0, openenv's fastmcp in .venv needs mcp<2): "
+        "`bash scripts/setup.sh` builds it, or install genenv[verifiers] in an environment of its own"
     )
 
-import verifiers.v1 as vf  # noqa: E402
-from verifiers.v1.cli.eval.runner import run_eval  # noqa: E402
-from verifiers.v1.configs.cli.eval import EvalConfig  # noqa: E402
-from verifiers.v1.graph import MessageNode  # noqa: E402
-from verifiers.v1.trace import AgentInfo, TraceTask  # noqa: E402
 
-from genenv.envs.expert import expert_messages  # noqa: E402
-from genenv.envs.tool_env import ToolEnv  # noqa: E402
-from genenv.integrations.verifiers import (  # noqa: E402
-    TASKSET_ID,
-    GenEnvTask,
-    load_environment,
-    official_adapter,
-    score_actions,
-)
-
-SPLIT, MAX_TURNS = "level-3", 3
+def run_verifiers(python: str, kind: str, request: dict[str, Any], tmp_path: Path, **env: str) -> dict[str, Any]:
+    """``verifiers_side.py`` under ``python``; its JSON result."""
+    request_path, result_path = tmp_path / f"{kind}-request.json", tmp_path / f"{kind}-result.json"
+    request_path.write_text(json.dumps({"kind": kind, "benchmark": BENCHMARK, "split": SPLIT, **request}))
+    # this interpreter's scripts (uv, where .venv has it) stay reachable after the overlay's own
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    process = subprocess.run(
+        [python, str(SIDE_SCRIPT), str(request_path), str(result_path)],
+        env=child_env(PATH=path, **env),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == 0, f"{python} {SIDE_SCRIPT.name} failed:\n{process.stderr[-6000:]}"
+    result = json.loads(result_path.read_text())
+    assert result["versions"]["verifiers"] == "0.4.0" and result["versions"]["mcp"].startswith("2."), result
+    return result
 
 
 def free_port() -> int:
@@ -62,9 +87,15 @@ def smollm2_gguf() -> Path:
 
 
 @pytest.fixture(scope="module")
-def taskset() -> list[GenEnvTask]:
-    data_dir("apibank")
-    return list(load_environment("apibank", split=SPLIT, max_turns=MAX_TURNS).taskset.load())
+def adapter() -> BenchmarkAdapter:
+    data_dir(BENCHMARK)
+    return get_benchmark(BENCHMARK).reporting_adapter()
+
+
+@pytest.fixture(scope="module")
+def tasks(adapter) -> dict[str, Task]:
+    """The split's tasks by the taskset's key."""
+    return {f"{BENCHMARK}:{task.task_id}": task for task in adapter.load_tasks(SPLIT)}
 
 
 @pytest.fixture(scope="module")
@@ -96,72 +127,71 @@ def llm_server() -> Iterator[str]:
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 json.loads(response.read())
-        except OSError as error:
-            pytest.skip(
-                f"llama_cpp.server answers but cannot generate ({error}): a llama-cpp-python build using CPU "
-                "instructions this machine refuses (e.g. AMX tiles) dies on its first token; rebuild it with "
-                "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON'"
-            )
+        except OSError as error:  # scripts/setup.sh builds with GGML_NATIVE=OFF, and says why
+            raise AssertionError(
+                f"llama_cpp.server answers but cannot generate ({error}): a llama-cpp-python built with "
+                "-march=native can use CPU instructions the machine refuses (AMX tiles); rebuild it with "
+                "CMAKE_ARGS='-DGGML_NATIVE=OFF' as scripts/setup.sh does"
+            ) from error
         yield url
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
-def trace_of(task: GenEnvTask, replies: list[str]) -> vf.Trace:
-    """A trace whose model replies are ``replies`` (what the rubric reads)."""
-    nodes = [MessageNode(message=vf.AssistantMessage(content=reply), sampled=True) for reply in replies]
-    return vf.Trace(
-        task=TraceTask(type="GenEnvTask", data=task.data), agent=AgentInfo(config=vf.AgentConfig()), nodes=nodes
-    )
+@dataclass
+class Episode:
+    prompt: str
+    observations: list[str]
+    """What the env answered to each reply but the last."""
+    score: float
+    ended: bool
 
 
-def test_the_rubric_scores_gold_one_and_hostile_zero(taskset):
-    task = taskset[0]
-    adapter_task = task.genenv_task()
-    adapter = official_adapter("apibank", None)
-    gold = [m["content"] for m in expert_messages(adapter, adapter_task) if m["role"] == "assistant"]
-    gold_task = GenEnvTask(task.data, task.config.model_copy(update={"max_turns": len(gold)}))
-    assert asyncio.run(gold_task.official_score(trace_of(gold_task, gold))) == 1.0
+def replay(adapter: BenchmarkAdapter, task: Task, replies: list[str], max_turns: int) -> Episode:
+    """genenv's episode of ``replies`` on ``task`` (replies after its end are not played; replies that never end it
+    are scored as a truncated episode)."""
+    env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)
+    prompt, _ = env.reset(options={"task": task})
+    observations = []
+    for reply in replies:
+        observation, reward, terminated, truncated, _ = env.step(reply)
+        if terminated or truncated:
+            return Episode(prompt, observations, reward, ended=True)
+        observations.append(observation)
+    return Episode(prompt, observations, score_episode(adapter, task, env.trajectory).value, ended=False)
+
+
+def test_the_rubric_is_genenvs_score(verifiers_python, adapter, tasks, tmp_path):
+    """verifiers' rubric on a trace of given replies: a gold trajectory scores 1, a hostile one 0, each exactly
+    genenv's score of an episode of the same replies."""
+    key, task = next(iter(tasks.items()))
+    gold = [m["content"] for m in expert_messages(adapter, task) if m["role"] == "assistant"]
     hostile = ["[NoSuchApi(x='1')]", "I could not do it."]
-    assert asyncio.run(task.official_score(trace_of(task, hostile))) == 0.0
-    assert score_actions(adapter, adapter_task, gold, len(gold)) == 1.0
+    traces = [
+        {"key": key, "replies": gold, "max_turns": len(gold)},
+        {"key": key, "replies": hostile, "max_turns": MAX_TURNS},
+    ]
+    scores = run_verifiers(verifiers_python, "rubric", {"traces": traces}, tmp_path)["scores"]
+    assert scores == [1.0, 0.0]
+    assert scores == [replay(adapter, task, t["replies"], t["max_turns"]).score for t in traces]
 
 
-def test_verifiers_eval_plays_genenv_episodes(llm_server, taskset, tmp_path, monkeypatch):
-    """verifiers' eval runner (in process) plays two tasks with SmolLM2: each trace is exactly the episode genenv
-    plays with the same replies, and its reward is genenv's official score of them."""
-    monkeypatch.setenv("LOCAL_LLM_API_KEY", "unused")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # uv, for the harness
-    config = EvalConfig(
-        env={"taskset": {"id": TASKSET_ID, "benchmark": "apibank", "split": SPLIT, "task": {"max_turns": MAX_TURNS}}},
-        model="smollm2",
-        client={"base_url": llm_server, "api_key_var": "LOCAL_LLM_API_KEY"},
-        sampling={"max_tokens": 48, "temperature": 0.0},
-        select={"limit": 2},
-        rich=None,
-        push=False,
-        output_dir=tmp_path,
-        run={"dir": "eval"},
-    )
-    episodes = asyncio.run(run_eval(config))
+def test_verifiers_eval_plays_genenv_episodes(verifiers_python, llm_server, adapter, tasks, tmp_path):
+    """verifiers' eval runner plays two tasks with SmolLM2: each trace is exactly the episode genenv plays with the
+    same replies, and its reward is genenv's official score of them."""
+    request = {"base_url": llm_server, "model": "smollm2", "max_turns": MAX_TURNS, "max_tokens": 48, "limit": 2}
+    request["output_dir"] = str(tmp_path / "outputs")
+    episodes = run_verifiers(verifiers_python, "eval", request, tmp_path, LOCAL_LLM_API_KEY="unused")["episodes"]
     assert len(episodes) == 2
-    by_key = {task.key: task for task in taskset}
-    for episode in episodes:
-        (trace,) = episode.traces
-        assert not trace.errors, trace.errors
-        task = by_key[trace.task.key]
-        replies = [m.content or "" for m in trace.assistant_messages]
-        adapter = official_adapter(task.data.benchmark, task.data.data_dir)
-        env = ToolEnv(adapter, tasks=[task.genenv_task()], max_turns=MAX_TURNS)
-        prompt, _ = env.reset(options={"task": task.genenv_task()})
-        users = [m.content for m in trace.messages if m.role == "user"]
-        assert users[0] == prompt
-        observations, reward = [], 0.0
-        for reply in replies:
-            observation, reward, terminated, truncated, _ = env.step(reply)
-            if terminated or truncated:
-                break
-            observations.append(observation)
-        assert users[1:] == observations and (terminated or truncated)
-        assert trace.rewards["official_score"].score == reward
+    keys = set()
+    for traces in episodes:
+        (trace,) = traces
+        assert not trace["errors"], trace["errors"]
+        keys.add(trace["key"])
+        assert trace["replies"], "the agent made no turn"
+        episode = replay(adapter, tasks[trace["key"]], trace["replies"], MAX_TURNS)
+        assert episode.ended, "the trace stopped before genenv's episode ended"
+        assert trace["users"] == [episode.prompt, *episode.observations]
+        assert trace["reward"] == episode.score
+    assert len(keys) == 2

@@ -65,7 +65,8 @@ class AlphaCurriculumConfig:
         generation_rounds: simulator batches tried for each batch the wanted tasks need before ``next_tasks`` gives
             up.
         rwr: settings of the simulator's RWR update (LoRA over the simulator's model); ``None``: the simulator is
-            conditioned on the agent's success but never updated.
+            conditioned on the agent's success but never updated, as is a simulator without local weights (on a
+            server, engine ``openai``: the curriculum logs a warning and runs no RWR).
         update_every: ``report`` calls between two simulator updates (with ``rwr``).
         seed: seed of the simulator's sampling and of the families it is asked for.
     """
@@ -124,7 +125,18 @@ class AlphaCurriculum:
         self.simulator = simulator
         self.stats = FamilyStats(window=config.stats_window)
         self.band = DifficultyFilter(alpha=config.alpha, k=config.band_k)
-        self.rwr_trainer = RWRTrainer(simulator.policy, config.rwr) if config.rwr is not None else None
+        self.rwr_trainer: RWRTrainer | None = None
+        if config.rwr is not None and simulator.has_local_weights:
+            self.rwr_trainer = RWRTrainer(simulator.policy, config.rwr)
+        elif config.rwr is not None:  # a simulator on a server: nothing local for RWR to train
+            server = simulator.openai
+            logger.warning(
+                "simulator on %s: conditioned on the agent's success but never updated, RWR is off (it trains local "
+                "weights)",
+                f"the endpoint {server.base_url} (model {server.model})"
+                if server is not None and simulator.engine_setting == "openai"
+                else f"engine {simulator.engine_setting} without local weights",
+            )
         self.rewarded: list[tuple[Proposal, OutputReward]] = []
         self._source = WrittenEachEpoch(
             self.adapter, None, generation_rounds=config.generation_rounds, conditioned=True
@@ -190,11 +202,12 @@ class AlphaCurriculum:
             lam=config.lam,
         )
         self.rewarded += zip(proposals, earned, strict=True)
-        self._rwr_examples += [
-            {"messages": p.messages, "completion": p.raw, "weight": r.weight}
-            for p, r in zip(proposals, earned, strict=True)
-            if r.kept
-        ]
+        if self.rwr_trainer is not None:  # with no update to train, the examples would only pile up
+            self._rwr_examples += [
+                {"messages": p.messages, "completion": p.raw, "weight": r.weight}
+                for p, r in zip(proposals, earned, strict=True)
+                if r.kept
+            ]
         self._reports += 1
         self._unreported = 0
         r_env = success.r_env(config.alpha, config.beta)
@@ -211,6 +224,8 @@ class AlphaCurriculum:
 
     def update_simulator(self) -> dict[str, Any]:
         """The simulator's RWR update on the in-band outputs reported since the last one; returns its statistics."""
+        if self.rwr_trainer is None and self.config.rwr is not None:
+            raise RuntimeError("this curriculum has no simulator update: the simulator has no local weights for RWR")
         if self.rwr_trainer is None:
             raise RuntimeError("this curriculum has no simulator update: set AlphaCurriculumConfig.rwr")
         examples, self._rwr_examples = self._rwr_examples, []

@@ -170,6 +170,12 @@ class Simulator:
         return self._policy
 
     @property
+    def has_local_weights(self) -> bool:
+        """Whether the simulator writes with local weights, which RWR can update: not on a server (engine
+        ``openai``), as the co-evolution trainer decides for ``simulator_engine="openai"``, nor without a policy."""
+        return self.engine_setting != "openai" and self._policy is not None
+
+    @property
     def engine_name(self) -> str:
         """The engine the ``engine`` setting resolves to on this machine (resolved once, the reason logged)."""
         if self._engine_name is None and self.engine_setting == "openai":
