@@ -13,8 +13,9 @@ after the optimizer step in which it has played ``--episodes`` episodes (dynamic
 writes ``runs/<NAME>-s<SEED>.json`` beside this file's results: the settings, every held-out item's score before and
 after, the agent's metrics per step group, seconds, peak RSS and the load average.
 
-Held-out scoring: ``--eval greedy`` (one greedy episode per item) or ``--eval mean4`` (the mean of 4 episodes at the
-rollouts' temperature: less noisy, and it sees a shift of probability that has not yet flipped the top answer).
+Held-out scoring: ``--eval greedy`` (one greedy episode per item) or ``--eval mean4`` (the mean of 4 episodes at
+``--eval-temperature``, by default the rollouts' temperature: less noisy, and it sees a shift of probability that has
+not yet flipped the top answer). Runs compared with each other must be scored at the same temperature.
 """
 
 from __future__ import annotations
@@ -134,12 +135,13 @@ def run(args: argparse.Namespace) -> Path:
         raise SystemExit(f"{out} exists: choose another name")
     start = time.perf_counter()
     adapter, policy, trainer, warm = build(args, settings)
-    scored_at = "" if args.eval == "greedy" else f"-t{settings['temperature']}"
+    temperature = settings["temperature"] if args.eval_temperature is None else args.eval_temperature
+    scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
     cache = warm / f"held_out-{args.eval}{scored_at}-{args.held_out_per_level}.json"
     if cache.exists():
         before = json.loads(cache.read_text())
     else:
-        before = held_out(adapter, policy, trainer, args, settings["temperature"])
+        before = held_out(adapter, policy, trainer, args, temperature)
         cache.write_text(json.dumps(before))
     tasks = adapter.load_tasks("train")
     random.Random(1000 + args.seed).shuffle(tasks)
@@ -156,7 +158,7 @@ def run(args: argparse.Namespace) -> Path:
         print(
             json.dumps({"played": played, "reward": metrics["reward"], "step_time": metrics["step_time"]}), flush=True
         )
-    after = held_out(adapter, policy, trainer, args, settings["temperature"])
+    after = held_out(adapter, policy, trainer, args, temperature)
     result = {
         "name": args.name,
         "seed": args.seed,
@@ -164,6 +166,7 @@ def run(args: argparse.Namespace) -> Path:
         "answer_format": args.answer_format,
         "warm_start_examples": args.warm_start,
         "eval": args.eval,
+        "eval_temperature": None if args.eval == "greedy" else temperature,
         "agent": {**asdict(trainer.config), "output_dir": None},
         "overrides": overrides,
         "episodes": played,
@@ -266,9 +269,9 @@ def paired_interval(
 
 def report(args: argparse.Namespace) -> None:
     rows = [
-        "| run | seed | settings | episodes | steps | held-out before | after | rise [95% CI] | s/step | peak RSS MB "
-        "| load (1, 5, 15 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| run | seed | settings | held-out scored | episodes | steps | before | after | rise [95% CI] | s/step "
+        "| peak RSS MB | load (1, 5, 15 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in args.names:
         for path in sorted((RESULTS / "runs").glob(f"{name}-s*.json")):
@@ -276,8 +279,14 @@ def report(args: argparse.Namespace) -> None:
             rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
             settings = ", ".join(f"{k}={v}" for k, v in (r["overrides"].get("agent") or {}).items()) or "defaults"
             load = ", ".join(f"{x:.2f}" for x in r["load_average"])
+            temperature = r.get("eval_temperature", r["agent"]["temperature"])
+            scored = (
+                f"greedy, {len(r['held_out_before'])} items"
+                if r["eval"] == "greedy"
+                else (f"mean of 4 at T {temperature}, {len(r['held_out_before'])} items")
+            )
             rows.append(
-                f"| {r['name']} | {r['seed']} | {settings} | {r['episodes']} | {r['optimizer_steps']} | "
+                f"| {r['name']} | {r['seed']} | {settings} | {scored} | {r['episodes']} | {r['optimizer_steps']} | "
                 f"{statistics.fmean(r['held_out_before']):.3f} | {statistics.fmean(r['held_out_after']):.3f} | "
                 f"{rise:+.3f} [{low:+.3f}, {high:+.3f}] | {r['seconds_per_step']:.1f} | {r['peak_rss_mb']:.0f} "
                 f"| {load} |"
@@ -301,6 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
     one.add_argument("--held-out-per-level", type=int, default=16, help="held-out items per family and level")
     one.add_argument("--eval", default="greedy", choices=("greedy", "mean4"))
+    one.add_argument("--eval-temperature", type=float, help="mean4's sampling temperature (default: the rollouts')")
     one.add_argument("--set", nargs="*", help="overrides, e.g. agent.learning_rate=1e-4")
     signal = sub.add_parser("signal", help="mixed groups, within-task correlation and token entropy of the warm start")
     signal.add_argument("--seed", type=int, default=0)
