@@ -89,3 +89,25 @@ def load_script(path: str) -> ModuleType:
     finally:
         sys.path.remove(folder)
     return module
+
+
+def two_step_grpo_config(output_dir, **overrides):
+    """TRL's ``GRPOConfig`` for two CPU steps of the tiny model with an environment: 4 rollouts a step, 2 per task."""
+    from trl import GRPOConfig
+
+    settings = dict(
+        output_dir=str(output_dir),
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=96,
+        max_tool_calling_iterations=2,
+        logging_steps=1,
+        disable_tqdm=True,
+        save_strategy="no",
+        seed=0,
+    )
+    return GRPOConfig(**{**settings, **overrides})

@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from conftest import data_dir
+from conftest import data_dir, two_step_grpo_config
 from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 from test_integration_trl import scripted_generate
@@ -64,7 +64,7 @@ def test_bookkeeping_equals_the_coevolution_trainers_on_the_same_rewards(adapter
 
 
 def test_it_drives_trls_grpo_trainer_and_updates_the_simulator(adapter, tmp_path):
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     simulator = ScriptedSimulator(REPLIES, "Calculator")
     simulator._policy = build_tiny_policy(seed=1)  # the simulator's weights, which RWR trains
@@ -78,20 +78,8 @@ def test_it_drives_trls_grpo_trainer_and_updates_the_simulator(adapter, tmp_path
         reported.append(list(zip(kwargs["task_id"], rewards, strict=True)))
         return rewards
 
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        report_to=[],
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=96,
-        max_tool_calling_iterations=2,
-        logging_steps=1,
-        disable_tqdm=True,
-        save_strategy="no",
-        seed=0,
+    args = two_step_grpo_config(
+        tmp_path,
         shuffle_dataset=False,  # a shuffle buffer would read 1000 tasks ahead of the agent's reports
     )
     trainer = GRPOTrainer(

@@ -10,13 +10,13 @@ import os
 import numpy as np
 import pytest
 import torch
-from conftest import data_dir
+from conftest import data_dir, two_step_grpo_config
 from scripted_simulator import ScriptedSimulator
 from test_apibank_env import CALCULATOR_TASK
 from test_train import HARD_TASK
 
 from genenv.envs.rows import task_row
-from genenv.envs.tool_env import ToolEnv, score_episode
+from genenv.envs.tool_env import score_actions
 from genenv.integrations.trl import environment_factory, episode_reward, task_dataset
 from genenv.llm.models import build_tiny_policy
 
@@ -47,13 +47,7 @@ def toolenv_reward(adapter, task, completion: list[dict]) -> float:
             actions.append(adapter.format_call(arguments["name"], arguments["arguments"]))
     if completion and completion[-1]["role"] == "assistant" and not completion[-1].get("tool_calls"):
         actions.append(completion[-1]["content"])
-    env = ToolEnv(adapter, max_turns=4)
-    env.reset(options={"task": task})
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return reward
-    return score_episode(adapter, task, env.trajectory).value
+    return score_actions(adapter, task, actions, max_turns=4)
 
 
 def scripted_generate(model, tokenizer):
@@ -83,7 +77,7 @@ def scripted_generate(model, tokenizer):
 def train_two_steps(environment, dataset, tmp_path, scripted: bool) -> list[tuple]:
     """A user's GRPO script: the tiny model, the genenv environment and its reward, 2 steps; returns every scored
     batch (completions, tasks, rewards) as the reward function saw it, and checks TRL logged those rewards."""
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     policy = build_tiny_policy(seed=0)
     if scripted:
@@ -95,21 +89,7 @@ def train_two_steps(environment, dataset, tmp_path, scripted: bool) -> list[tupl
         seen.append((completions, task, rewards))
         return rewards
 
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        report_to=[],
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=96 if scripted else 16,
-        max_tool_calling_iterations=2,
-        logging_steps=1,
-        disable_tqdm=True,
-        save_strategy="no",
-        seed=0,
-    )
+    args = two_step_grpo_config(tmp_path, max_completion_length=96 if scripted else 16)
     trainer = GRPOTrainer(
         model=policy.model,
         processing_class=policy.tokenizer,

@@ -53,6 +53,7 @@ def evaluate(request: dict[str, Any]) -> dict[str, Any]:
         client={"base_url": request["base_url"], "api_key_var": "LOCAL_LLM_API_KEY"},
         sampling={"max_tokens": request["max_tokens"], "temperature": 0.0},
         select={"limit": request["limit"]},
+        max_concurrent=1,  # llama.cpp's server answers one request at a time; parallel ones were cut off (502)
         rich=None,
         push=False,
         output_dir=Path(request["output_dir"]),
@@ -67,7 +68,7 @@ def evaluate(request: dict[str, Any]) -> dict[str, Any]:
                     "key": trace.task.key,
                     "replies": [message.content or "" for message in trace.assistant_messages],
                     "users": [message.content for message in trace.messages if message.role == "user"],
-                    "reward": trace.rewards["official_score"].score,
+                    "reward": trace.rewards["official_score"].score if "official_score" in trace.rewards else None,
                     "errors": [repr(error) for error in trace.errors],
                 }
             )

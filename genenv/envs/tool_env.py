@@ -16,6 +16,7 @@ import json
 import logging
 import pickle
 import string
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -365,6 +366,18 @@ def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory)
     except Exception as error:  # an adapter bug must not kill a training run; it is reported
         logger.exception("adapter %s failed to score task %s", adapter.name, task.task_id)
         return Score(0.0, {"error": f"scoring failed: {error}"})
+
+
+def score_actions(adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int) -> float:
+    """The reward of ``actions`` played in order on ``task`` in a fresh :class:`ToolEnv` (actions after the episode
+    ends are not played; actions that never end it are scored as a truncated episode)."""
+    env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)
+    env.reset(options={"task": task})
+    for action in actions:
+        _, reward, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            return float(reward)
+    return score_episode(adapter, task, env.trajectory).value
 
 
 def render_prompt(system: str, tools: list[dict[str, Any]], request: str) -> str:

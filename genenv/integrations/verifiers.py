@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import verifiers.v1 as vf
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
-from genenv.envs.tool_env import ToolEnv, score_episode
+from genenv.envs.tool_env import ToolEnv, score_actions
 
-__all__ = ["GenEnvEnv", "GenEnvTaskset", "load_environment", "official_adapter", "score_actions"]
+__all__ = ["GenEnvEnv", "GenEnvTaskset", "load_environment", "official_adapter"]
 
 #: verifiers finds a taskset by importing its id as a top-level module name; this module answers to it once imported
 TASKSET_ID = "genenv_verifiers"
@@ -35,18 +35,6 @@ sys.modules.setdefault(TASKSET_ID, sys.modules[__name__])
 def official_adapter(benchmark: str, data_dir: str | None) -> BenchmarkAdapter:
     """The benchmark's adapter in official scoring, built once per process."""
     return get_benchmark(benchmark, data_dir=data_dir).reporting_adapter()
-
-
-def score_actions(adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int) -> float:
-    """genenv's official score of ``actions`` played in order on ``task`` (turns after the episode ends are not
-    played; actions that never end it are scored as a truncated episode)."""
-    env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)
-    env.reset(options={"task": task})
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return reward
-    return score_episode(adapter, task, env.trajectory).value
 
 
 class GenEnvTaskConfig(vf.TaskConfig):
