@@ -61,6 +61,7 @@ from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, log
 from genenv.config import check_types
 from genenv.console import EPOCHS, epoch_line
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer
+from genenv.curriculum.rwr import warn_rwr_off
 from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, WrittenOnce
 from genenv.curriculum.success import BatchSuccess, output_rewards
 from genenv.envs.simulator import Proposal, Simulator
@@ -269,12 +270,8 @@ class CoEvolutionTrainer:
             if config.simulator_engine != "openai":  # an endpoint simulator has no local weights
                 self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
             if config.curriculum == "genenv" and self.simulator_policy is None:
-                logger.warning(
-                    "simulator on the endpoint %s (model %s): conditioned on the agent's success but never updated, "
-                    "RWR is off (it trains local weights)",
-                    config.simulator_openai.base_url,
-                    config.simulator_openai.model,
-                )
+                server = config.simulator_openai
+                warn_rwr_off(f"the endpoint {server.base_url} (model {server.model})")
             elif config.curriculum == "genenv":
                 self.simulator_trainer = RWRTrainer(self.simulator_policy, config.rwr)
             self.simulator = config.simulator(self.simulator_policy)

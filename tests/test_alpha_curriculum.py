@@ -145,7 +145,7 @@ def test_a_simulator_on_a_server_skips_rwr_and_says_so(adapter, caplog):
     simulator.engine_setting, simulator.openai = "openai", OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="sim")
     assert not simulator.has_local_weights
     config = AlphaCurriculumConfig(rwr=RWRConfig(batch_size=2))
-    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.alpha"):
+    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.rwr"):
         source = AlphaCurriculum(adapter, simulator, config)
         tasks = source.next_tasks(2)
         attempts = [(t.task_id, r) for t in tasks for q, rs in ATTEMPTS.items() if q in t.prompt for r in rs]

@@ -176,7 +176,7 @@ def test_a_genenv_epoch_with_the_simulator_on_llama_cpp(llama_server, tmp_path, 
         tmp_path, benchmark="reasoning_gym", data_dir=None, epochs=1, validation_split="validation", replay_tasks=0,
         simulator_max_new_tokens=48, simulator_engine="openai", simulator_openai=llama_config(llama_server),
     )  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="genenv.coevolution"):
+    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.rwr"):
         (metrics,) = CoEvolutionTrainer(config).train()
     assert any("RWR is off" in record.getMessage() for record in caplog.records)
     assert metrics["proposals"] == 2 and metrics["fresh_tasks"] >= 1 and metrics["simulator"] == {}
@@ -402,7 +402,7 @@ def test_a_genenv_trainer_with_an_endpoint_simulator_says_rwr_is_off(stub, tmp_p
 
     base_url, _ = stub
     config = tiny_config(tmp_path, simulator_engine="openai", simulator_openai=OpenAIConfig(base_url=base_url))
-    with caplog.at_level(logging.WARNING, logger="genenv.coevolution"):
+    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.rwr"):
         trainer = CoEvolutionTrainer(config)
     trainer.lock.release()
     assert trainer.simulator_trainer is None and trainer.simulator_policy is None

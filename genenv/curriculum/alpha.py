@@ -34,7 +34,7 @@ import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.curriculum.reward import DifficultyFilter
-from genenv.curriculum.rwr import RWRConfig, RWRTrainer
+from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
 from genenv.curriculum.sources import WrittenEachEpoch
 from genenv.curriculum.stats import FamilyStats
 from genenv.curriculum.success import BatchSuccess, OutputReward, output_rewards
@@ -130,12 +130,10 @@ class AlphaCurriculum:
             self.rwr_trainer = RWRTrainer(simulator.policy, config.rwr)
         elif config.rwr is not None:  # a simulator on a server: nothing local for RWR to train
             server = simulator.openai
-            logger.warning(
-                "simulator on %s: conditioned on the agent's success but never updated, RWR is off (it trains local "
-                "weights)",
+            warn_rwr_off(
                 f"the endpoint {server.base_url} (model {server.model})"
                 if server is not None and simulator.engine_setting == "openai"
-                else f"engine {simulator.engine_setting} without local weights",
+                else f"engine {simulator.engine_setting} without local weights"
             )
         self.rewarded: list[tuple[Proposal, OutputReward]] = []
         self._source = WrittenEachEpoch(

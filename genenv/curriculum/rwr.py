@@ -55,6 +55,15 @@ _STATE_FILE = "trainer_state.json"
 _STATE_FORMAT = 1
 
 
+def warn_rwr_off(writer: str) -> None:
+    """Log that the simulator (``writer``: where it writes, e.g. a server's URL and model) has no local weights, so it
+    is conditioned on the agent's success but RWR never updates it."""
+    logger.warning(
+        "simulator on %s: conditioned on the agent's success but never updated, RWR is off (it trains local weights)",
+        writer,
+    )
+
+
 @dataclass
 class RWRConfig:
     """Settings of the simulator's RWR update.
