@@ -4,6 +4,8 @@
     python benchmarks/agent_learning.py run NAME --seed 0 --episodes 512 --set agent.learning_rate=3e-4
     # the table of runs (held-out rise with its paired 95% interval, seconds per step, peak RSS, load)
     python benchmarks/agent_learning.py report NAME [NAME ...] --output benchmarks/results/agent_learning/sweep.md
+    # one setting over its seeds: the mean rise, its intervals and the verdict of the criteria in results/README.md
+    python benchmarks/agent_learning.py summary NAME --output benchmarks/results/agent_learning/summary.json
 
 No simulator: GRPO plays tasks of reasoning-gym's ``train`` split (the base data), so what is measured is the agent's
 update alone. The warm start (SFT on ``--warm-start`` expert traces of the same split) is computed once per model,
@@ -267,6 +269,85 @@ def paired_interval(
     return statistics.fmean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
 
 
+#: two-sided 95% quantiles of Student's t by degrees of freedom (1-10)
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+
+
+def seed_stratified_interval(
+    runs: list[tuple[list[float], list[float]]], draws: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """95% bootstrap interval of the mean over seeds of each seed's mean paired rise, items resampled within each
+    seed (the trained agents fixed)."""
+    diffs = [[a - b for b, a in zip(before, after)] for before, after in runs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(statistics.fmean(rng.choices(d, k=len(d))) for d in diffs) for _ in range(draws))
+    return means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
+def verdict(rises: list[float], low: float, high: float, mean: float) -> str:
+    """The confirmatory verdict, by the rules written in results/agent_learning/README.md before the runs."""
+    if high < 0:
+        return "harm: the interval lies below 0"
+    if low <= 0:
+        return "null: the interval contains 0"
+    if min(rises) <= 0:
+        return "null: above 0 on average, not on every seed"
+    return "GRPO raises the agent above its warm start" + (
+        "; the issue's goal (+0.05) is met" if mean >= 0.05 else "; short of the issue's goal (+0.05)"
+    )
+
+
+def summary(args: argparse.Namespace) -> None:
+    runs = [json.loads(p.read_text()) for p in sorted((RESULTS / "runs").glob(f"{args.name}-s*.json"))]
+    if len(runs) < 2:
+        raise SystemExit(f"summary needs at least 2 seeds of {args.name!r}, found {len(runs)}")
+    settings = {
+        json.dumps([r["overrides"], r["eval"], r.get("eval_temperature"), r["model"]], sort_keys=True) for r in runs
+    }
+    if len(settings) > 1 or len({len(r["held_out_before"]) for r in runs}) > 1:
+        raise SystemExit(f"the runs of {args.name!r} differ in settings or held-out items: not one setting")
+    per_seed = []
+    for r in runs:
+        rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
+        per_seed.append({
+            "seed": r["seed"],
+            "before": statistics.fmean(r["held_out_before"]),
+            "after": statistics.fmean(r["held_out_after"]),
+            "rise": rise,
+            "low": low,
+            "high": high,
+            "episodes": r["episodes"],
+            "seconds_per_step": r["seconds_per_step"],
+            "wall_seconds": r["wall_seconds"],
+            "peak_rss_mb": r["peak_rss_mb"],
+            "load_average": r["load_average"],
+        })  # fmt: skip
+    rises = [s["rise"] for s in per_seed]
+    mean = statistics.fmean(rises)
+    low, high = seed_stratified_interval([(r["held_out_before"], r["held_out_after"]) for r in runs])
+    half = T975[len(rises) - 2] * statistics.stdev(rises) / len(rises) ** 0.5
+    first = runs[0]
+    result = {
+        "name": args.name,
+        "model": first["model"],
+        "seeds": [r["seed"] for r in runs],
+        "episodes": first["episodes"],
+        "held_out_items": len(first["held_out_before"]),
+        "held_out_scored": "greedy"
+        if first["eval"] == "greedy"
+        else f"mean of 4 episodes at temperature {first.get('eval_temperature', first['agent']['temperature'])}",
+        "settings": first["overrides"],
+        "warm_start_to_final": {"mean": mean, "low": low, "high": high, "interval": "bootstrap, items within seeds"},
+        "between_seeds_t_interval": {"low": mean - half, "high": mean + half},
+        "verdict": verdict(rises, low, high, mean),
+        "per_seed": per_seed,
+    }
+    text = json.dumps(result, indent=1)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    print(text)
+
+
 def report(args: argparse.Namespace) -> None:
     rows = [
         "| run | seed | settings | held-out scored | episodes | steps | before | after | rise [95% CI] | s/step "
@@ -323,8 +404,11 @@ def main(argv: list[str] | None = None) -> None:
     table = sub.add_parser("report", help="a markdown table of runs")
     table.add_argument("names", nargs="+")
     table.add_argument("--output")
+    pooled = sub.add_parser("summary", help="one setting over its seeds: mean rise, intervals, verdict (JSON)")
+    pooled.add_argument("name")
+    pooled.add_argument("--output")
     args = parser.parse_args(argv)
-    {"run": run, "signal": group_signal, "report": report}[args.command](args)
+    {"run": run, "signal": group_signal, "report": report, "summary": summary}[args.command](args)
 
 
 if __name__ == "__main__":
