@@ -24,7 +24,8 @@ from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import Policy, build_tiny_policy
 
 INSTALL = "llama-cpp-python is not installed: pip install llama-cpp-python==0.3.36 (the llamacpp extra)"
-PROMPTS = ["world", "b", "hello", "a much longer prompt, with more bytes in it"]
+PROMPTS = ["world", "b", "hello", "hello world", "a much longer prompt, with more bytes in it"]  # the 4th shares a
+# prefix with the 3rd: the engine keeps its KV cache
 TOY_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
