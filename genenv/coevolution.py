@@ -121,11 +121,15 @@ class GenEnvConfig:
         simulator_batch_size: proposals per simulator ``generate`` call.
         simulator_max_new_tokens: generation limit of one proposal.
         simulator_temperature: sampling temperature of the simulator.
-        simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``auto``;
-            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``), or ``openai``: the server
+        simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``llamacpp``,
+            ``auto``; :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``, or on llama.cpp's
+            grammar with ``llamacpp``), or ``openai``: the server
             ``simulator_openai`` names writes them (no local simulator weights: a ``genenv`` curriculum conditions it
             on the agent's success but cannot update it, RWR is off, and the trainer says so when it starts).
-        simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2's weights, or a llama.cpp
+            export's).
+        simulator_engine_threads: CTranslate2's or llama.cpp's threads (``None``: torch's for CTranslate2, 1 for
+            llama.cpp).
         simulator_openai: the OpenAI-compatible server of ``simulator_engine="openai"``.
         simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
             training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
@@ -171,6 +175,7 @@ class GenEnvConfig:
     simulator_temperature: float = 0.8
     simulator_engine: str = "auto"
     simulator_engine_compute_type: str = "int8"
+    simulator_engine_threads: int | None = None
     simulator_examples: str = "train"
     simulator_openai: OpenAIConfig = field(default_factory=OpenAIConfig)
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
@@ -200,6 +205,9 @@ class GenEnvConfig:
             raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
         if self.simulator_engine_compute_type not in COMPUTE_TYPES:
             raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
+        threads = self.simulator_engine_threads
+        if threads is not None and threads < 1:
+            raise ValueError(f"simulator.engine_threads must be at least 1 or null, got {threads}")
         if self.simulator_examples not in ("train", "in_band", "scored"):
             raise ValueError(f"simulator.examples must be train, in_band or scored, got {self.simulator_examples!r}")
 
@@ -215,6 +223,7 @@ class GenEnvConfig:
             alpha=self.alpha,
             engine=self.simulator_engine,
             engine_compute_type=self.simulator_engine_compute_type,
+            engine_threads=self.simulator_engine_threads,
             openai=self.simulator_openai,
         )
 

@@ -48,6 +48,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         simulator_model=cfg.get("simulator_model") or cfg.model.name,
         simulator_engine=cfg.simulator.engine,
         simulator_engine_compute_type=cfg.simulator.engine_compute_type,
+        simulator_engine_threads=cfg.simulator.engine_threads,
         simulator_examples=cfg.simulator.examples,
         simulator_openai=OpenAIConfig(**OmegaConf.to_container(cfg.simulator.openai, resolve=True)),
         validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),

@@ -119,12 +119,14 @@ class Simulator:
         alpha: the target success rate quoted in the prompt.
         constrained: keep each answer inside ``adapter.generation_schema(family)`` while it is
             generated (JSON-schema-constrained decoding), when the adapter provides schemas.
-        engine: who generates (``hf``, ``ctranslate2``, ``vllm``, ``openai`` or ``auto``:
+        engine: who generates (``hf``, ``ctranslate2``, ``vllm``, ``llamacpp``, ``openai`` or ``auto``:
             :func:`~genenv.llm.engines.resolve_engine`), synced with the policy's current weights before every
-            call. Constrained calls need a logits hook that only ``hf`` has: with ``ctranslate2`` or ``vllm`` they
-            fall back to ``hf``, and the reason is logged once. With ``openai`` the server ``openai`` names renders
+            call. ``llamacpp`` enforces a constrained call's schemas with llama.cpp's grammar sampler; for
+            ``ctranslate2`` and ``vllm``, which have no logits hook, constrained calls fall back to ``hf``
+            (lm-format-enforcer), and the reason is logged once. With ``openai`` the server ``openai`` names renders
             the chat itself and enforces a constrained call's schema; no local weights are loaded.
-        engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
+        engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2's weights, or a llama.cpp export's).
+        engine_threads: CTranslate2's or llama.cpp's threads (``None``: torch's for CTranslate2, 1 for llama.cpp).
         openai: the server of engine ``openai``.
     """
 
@@ -139,11 +141,13 @@ class Simulator:
         constrained: bool = True,
         engine: str = "hf",
         engine_compute_type: str = "int8",
+        engine_threads: int | None = None,
         openai: OpenAIConfig | None = None,
     ) -> None:
         self._policy = policy
         self.engine_setting = engine
         self.engine_compute_type = engine_compute_type
+        self.engine_threads = engine_threads
         self.openai = openai
         self._engine_name: str | None = None
         self._engine: Engine | None = None
@@ -192,7 +196,11 @@ class Simulator:
         if self._engine is None:
             policy = None if self.engine_name == "openai" else self.policy
             self._engine = build_engine(
-                self.engine_name, policy, compute_type=self.engine_compute_type, openai=self.openai
+                self.engine_name,
+                policy,
+                compute_type=self.engine_compute_type,
+                threads=self.engine_threads,
+                openai=self.openai,
             )
         return self._engine
 
@@ -243,7 +251,7 @@ class Simulator:
         """Raw simulator text for each prompt, in one batch; row i constrained to ``schemas[i]`` if given."""
         if self.engine_name == "openai":  # the server renders the chat and enforces the schemas itself
             return cast(OpenAIEngine, self.engine).chat(conversations, self.sampling, seed=seed, schemas=schemas)
-        if schemas is not None:
+        if schemas is not None and self.engine_name != "llamacpp":  # llama.cpp enforces them with its grammar
             from genenv.llm.constrained import json_schema_constraint
 
             if self.engine_name != "hf" and not self._fallback_logged:
@@ -254,7 +262,7 @@ class Simulator:
                 self.policy, conversations, None, self.sampling, generator_seed=seed, allowed_tokens=allowed
             )
         self.engine.sync(self.policy.model)
-        return engine_chat(self.engine, self.policy.tokenizer, conversations, self.sampling, seed=seed)
+        return engine_chat(self.engine, self.policy.tokenizer, conversations, self.sampling, seed=seed, schemas=schemas)
 
     def propose(
         self,

@@ -31,7 +31,7 @@ import torch
 
 from genenv.llm.generation import GenerateFn, SamplingConfig
 
-__all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy", "merged_state_dict"]
+__all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy", "merged_state_dict", "weights_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def _length_groups(batch: list[list[int]], span: int) -> list[list[int]]:
 
 
 @torch.no_grad()
-def _fingerprint(model: Any) -> tuple[int, ...]:
+def weights_fingerprint(model: Any) -> tuple[int, ...]:
     """A checksum of every weight (the integer sum of its bits): it changes when any weight changes (one element
     always; a whole update unless its bit changes cancel out exactly), at a fraction of a conversion's cost.
     (Tensor version counters are no substitute: TRL's optimizer steps leave them unchanged.)"""
@@ -226,7 +226,7 @@ class CTranslate2Engine:
         ``cached``: look the conversion up in (and add it to) the cache; syncs during training skip the cache.
         Returns the seconds spent (0.0 when nothing changed).
         """
-        fingerprint = _fingerprint(model)
+        fingerprint = weights_fingerprint(model)
         if not force and fingerprint == self._fingerprint:
             return 0.0
         start = time.perf_counter()
