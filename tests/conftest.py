@@ -91,6 +91,20 @@ def load_script(path: str) -> ModuleType:
     return module
 
 
+def random_lora(model, std: float = 2.0):
+    """``model`` with LoRA adapters on q_proj and v_proj whose B matrices are random (seeded): weights an update
+    moved, the base model untouched."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    adapted = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():
+        for name, weight in adapted.named_parameters():
+            if "lora_B" in name:
+                weight.normal_(0, std, generator=torch.Generator().manual_seed(0))
+    return adapted
+
+
 def two_step_grpo_config(output_dir, **overrides):
     """TRL's ``GRPOConfig`` for two CPU steps of the tiny model with an environment: 4 rollouts a step, 2 per task."""
     from trl import GRPOConfig

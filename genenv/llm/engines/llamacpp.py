@@ -23,7 +23,6 @@ sets both ``n_threads`` and ``n_threads_batch``; nothing is left to OpenMP defau
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -40,8 +39,9 @@ import gguf
 import numpy as np
 import torch
 
-from genenv.llm.engines.ctranslate2 import COMPUTE_TYPES, merged_state_dict, weights_fingerprint
+from genenv.llm.engines.ctranslate2 import COMPUTE_TYPES
 from genenv.llm.engines.hf import idle_cores
+from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint, weights_key
 from genenv.llm.generation import GenerateFn, SamplingConfig
 
 __all__ = ["LlamaCppEngine", "export_gguf", "schema_grammar", "warn_if_busy"]
@@ -229,22 +229,8 @@ def export_gguf(
 def _export_key(state: dict[str, torch.Tensor], config: Any, tokenizer: Any, compute_type: str, source: str) -> str:
     import llama_cpp
 
-    digest = hashlib.blake2b(digest_size=20)
-    header = {
-        "format": _FORMAT,
-        "llama_cpp": llama_cpp.__version__,
-        "compute_type": compute_type,
-        "source": source,
-        "config": config.to_dict(),
-        "special": [tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token],
-    }
-    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
-    digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
-    for key in sorted(state):
-        tensor = state[key].contiguous()
-        digest.update(f"{key}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).reshape(-1).numpy())
-    return digest.hexdigest()
+    header = {"format": _FORMAT, "llama_cpp": llama_cpp.__version__, "compute_type": compute_type, "source": source}
+    return weights_key(state, config, tokenizer, header)
 
 
 def _is_pristine(state: dict[str, torch.Tensor], config: Any, model: str, cache_root: Path) -> bool:
