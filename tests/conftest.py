@@ -56,6 +56,17 @@ def lock_held_by_live_process(run_dir: Path) -> Iterator[int]:
         holder.wait()
 
 
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the test (engines compared token by token, and kind to a shared machine)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture(scope="session")
 def tiny_policy():
     from genenv.llm.models import build_tiny_policy

@@ -23,13 +23,7 @@ from genenv.llm.models import build_tiny_policy
 pytest.importorskip("ctranslate2")
 from genenv.llm.engines.ctranslate2 import CTranslate2Engine  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def lively(seed: int = 1):

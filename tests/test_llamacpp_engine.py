@@ -40,12 +40,7 @@ def llama_cpp():
     return pytest.importorskip("llama_cpp", reason=INSTALL)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def lively(policy: Policy) -> Policy:
