@@ -119,8 +119,6 @@ def busy_neighbour() -> subprocess.Popen:
 
 def matrix(args: argparse.Namespace) -> None:
     """Every condition of :data:`CONDITIONS`, quiet and busy, each in its own process, back to back."""
-    from genenv.machine import load_average
-
     engines = set(args.engines)
     records = []
     for busy in (False, True):
@@ -143,6 +141,7 @@ def matrix(args: argparse.Namespace) -> None:
                 if done.returncode != 0:
                     raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
                 records.append(json.loads(done.stdout.strip().splitlines()[-1]))
+                write(args.output, records)
                 r = records[-1]
                 print(
                     f"{engine:9s} threads {threads} wait {wait or '-':7s} busy {busy!s:5s}: {r['valid']}/"
@@ -153,7 +152,14 @@ def matrix(args: argparse.Namespace) -> None:
             if neighbour is not None:
                 neighbour.kill()
                 neighbour.wait()
-    baseline = {(r["busy_neighbour"]): r for r in records if r["requested"] == "hf" and r["threads"] == 1}
+
+
+def write(output: Path, records: list[dict[str, Any]]) -> None:
+    """The records so far, each with its speed against hf on 1 thread beside the same neighbour (rewritten after
+    every condition, so an interrupted matrix keeps what it measured)."""
+    from genenv.machine import load_average
+
+    baseline = {r["busy_neighbour"]: r for r in records if r["requested"] == "hf" and r["threads"] == 1}
     for r in records:
         base = baseline.get(r["busy_neighbour"])
         r["valid_per_minute_vs_hf_1_thread"] = r["valid_per_minute"] / base["valid_per_minute"] if base else None
@@ -163,8 +169,8 @@ def matrix(args: argparse.Namespace) -> None:
         "load_average_end": load_average(),
         "records": records,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=1) + "\n")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
