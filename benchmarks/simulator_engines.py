@@ -51,20 +51,13 @@ def one(args: argparse.Namespace) -> dict[str, Any]:
     """Measure one condition in this process; prints its record as one JSON line."""
     import numpy as np
     import torch
-    from hydra import compose, initialize_config_dir
 
-    from genenv.benchmarks.base import get_benchmark
-    from genenv.config import CONFIG_DIR
-    from genenv.llm.models import load_policy
     from genenv.machine import load_average
-    from genenv.train import genenv_config
+    from genenv.train import compose_setup
 
     torch.set_num_threads(args.threads)
-    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        config = genenv_config(compose("config", overrides=args.overrides))
+    config, adapter, policy = compose_setup(args.overrides)
     config = replace(config, simulator_engine=args.engine, simulator_engine_threads=args.threads)
-    adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
-    policy = load_policy(config.simulator_model, seed=config.seed + 1)
     simulator = config.simulator(policy)
     if args.free:
         simulator.constrained = False

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from genenv.agents.grpo import GRPOAgentConfig
 from genenv.agents.warm_start import WarmStartConfig
+from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
 from genenv.checkpoints import read_metrics
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
@@ -25,6 +26,7 @@ from genenv.console import RunDisplay, quiet_console
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve
 from genenv.llm.engines import OpenAIConfig
+from genenv.llm.models import Policy, load_policy
 from genenv.plot import plot_learning_curve
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,15 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         rwr=RWRConfig(**OmegaConf.to_container(cfg.rwr, resolve=True)),
         **settings,
     )
+
+
+def compose_setup(overrides: list[str]) -> tuple[GenEnvConfig, BenchmarkAdapter, Policy]:
+    """The config ``python -m genenv.train OVERRIDES`` composes, its adapter and its (untrained) simulator policy,
+    seeded as the trainer seeds it."""
+    with hydra.initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        config = genenv_config(hydra.compose("config", overrides=overrides))
+    adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
+    return config, adapter, load_policy(config.simulator_model, seed=config.seed + 1)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")

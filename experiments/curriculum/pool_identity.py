@@ -20,10 +20,10 @@ from pathlib import Path
 
 import driver as experiment  # this folder is on sys.path
 import numpy as np
-from simulator_validity import compose_setup
 
 from genenv.curriculum.sources import POOL_STREAM
 from genenv.machine import uptime
+from genenv.train import compose_setup
 
 
 def main() -> None:

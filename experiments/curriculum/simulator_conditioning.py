@@ -47,13 +47,14 @@ from typing import Any
 import numpy as np
 import torch
 from simulator_response import level, summarise  # benchmarks/ is on sys.path
-from simulator_validity import compose_setup, wilson
+from simulator_validity import wilson
 
 from genenv.checkpoints import POOLS
 from genenv.curriculum import FamilyStats, RWRTrainer, alpha_reward
 from genenv.envs.simulator import extract_json_object
 from genenv.machine import uptime
 from genenv.pools import TaskPool
+from genenv.train import compose_setup
 
 
 def history_rates(checkpoint: Path) -> dict[str, float]:

@@ -22,14 +22,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from hydra import compose, initialize_config_dir
 
-from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
-from genenv.coevolution import GenEnvConfig
-from genenv.config import CONFIG_DIR
-from genenv.llm.models import Policy, load_policy
 from genenv.machine import uptime
-from genenv.train import genenv_config
+from genenv.train import compose_setup
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -40,14 +35,6 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def compose_setup(overrides: list[str]) -> tuple[GenEnvConfig, BenchmarkAdapter, Policy]:
-    """The config ``python -m genenv.train OVERRIDES`` composes, its adapter and its (untrained) simulator policy."""
-    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        config = genenv_config(compose("config", overrides=overrides))
-    adapter = get_benchmark(config.benchmark, data_dir=config.data_dir, **config.adapter_options)
-    return config, adapter, load_policy(config.simulator_model, seed=config.seed + 1)
 
 
 def main() -> None:
