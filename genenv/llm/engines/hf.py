@@ -25,7 +25,7 @@ import torch
 from genenv.llm.generation import GenerateFn, SamplingConfig
 from genenv.llm.turn_cache import TurnCache
 
-__all__ = ["HFEngine", "hf_generator", "idle_cores", "trl_generator", "warn_if_contended"]
+__all__ = ["HFEngine", "cores_held_by_others", "hf_generator", "trl_generator", "warn_if_contended"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,32 +42,30 @@ def _own_cpu_rate() -> float:
     return (times.user + times.system) / max(age, 1.0)
 
 
-def idle_cores(threads: int) -> float | None:
-    """The cores other processes leave idle: the core count minus their share of the 1-minute load average (this
-    process's own average use, at most ``threads``, subtracted); ``None`` where the platform has no load average."""
-    if not hasattr(os, "getloadavg"):
+def cores_held_by_others(threads: int) -> float | None:
+    """The cores other processes keep busy (their share of the 1-minute load average: this process's own average
+    use, at most ``threads``, subtracted) when they leave fewer idle than ``threads`` spinning threads need; ``None``
+    when enough are idle, for a single thread, or where the platform has no load average."""
+    if threads < 2 or not hasattr(os, "getloadavg"):
         return None
-    return (os.cpu_count() or 1) - (os.getloadavg()[0] - min(_own_cpu_rate(), threads))
+    others = os.getloadavg()[0] - min(_own_cpu_rate(), threads)
+    return others if (os.cpu_count() or 1) - others < threads - 0.5 else None
 
 
 @functools.cache
 def warn_if_contended() -> bool:
     """Log a warning (once per process) when ``generate`` would spin-wait on cores other jobs keep busy: several
-    torch threads, OpenMP threads that spin, and fewer :func:`idle_cores` than threads. Returns whether it warned."""
+    torch threads, OpenMP threads that spin, and :func:`cores_held_by_others`. Returns whether it warned."""
     threads = torch.get_num_threads()
-    if threads < 2 or os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
+    others = cores_held_by_others(threads)
+    if others is None or os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
         return False
-    idle = idle_cores(threads)
-    if idle is None or idle >= threads - 0.5:
-        return False
-    cores = os.cpu_count() or 1
-    others = cores - idle
     logger.warning(
         "HF generate with %d spinning OpenMP threads on %d cores while other jobs keep about %.1f of them busy: "
         "generate then runs many times slower (benchmarks/results/hf_contention.json). Start genenv with "
         "OMP_NUM_THREADS=1 (one core per job) or OMP_WAIT_POLICY=PASSIVE, or generate with engine ctranslate2.",
         threads,
-        cores,
+        os.cpu_count() or 1,
         others,
     )
     return True

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from genenv.llm.engines.ctranslate2 import COMPUTE_TYPES
-from genenv.llm.engines.hf import idle_cores
+from genenv.llm.engines.hf import cores_held_by_others
 from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint, weights_key
 from genenv.llm.generation import GenerateFn, SamplingConfig
 
@@ -254,20 +254,17 @@ def _is_pristine(state: dict[str, torch.Tensor], config: Any, model: str, cache_
 # -- threads and grammars -------------------------------------------------------------------------
 def warn_if_busy(threads: int) -> bool:
     """Log a warning when llama.cpp starts with more threads than the cores other jobs leave idle
-    (:func:`~genenv.llm.engines.hf.idle_cores`); returns whether it warned."""
-    if threads < 2:
+    (:func:`~genenv.llm.engines.hf.cores_held_by_others`); returns whether it warned."""
+    others = cores_held_by_others(threads)
+    if others is None:
         return False
-    idle = idle_cores(threads)
-    if idle is None or idle >= threads - 0.5:
-        return False
-    cores = os.cpu_count() or 1
     logger.warning(
         "llama.cpp with %d threads on %d cores while other jobs keep about %.1f of them busy: ggml's threads "
         "busy-wait for each other between operations, on cores other jobs hold as well. Set the engine's threads "
         "(simulator.engine_threads) to at most the idle cores; 1 on a shared machine.",
         threads,
-        cores,
-        cores - idle,
+        os.cpu_count() or 1,
+        others,
     )
     return True
 
