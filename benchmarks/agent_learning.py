@@ -269,6 +269,12 @@ def paired_interval(
     return statistics.fmean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
 
 
+def scoring(run: dict[str, Any]) -> str:
+    """How a run's held-out items were scored: ``greedy`` or ``mean of 4 at T <temperature>``."""
+    temperature = run.get("eval_temperature", run["agent"]["temperature"])
+    return "greedy" if run["eval"] == "greedy" else f"mean of 4 at T {temperature}"
+
+
 #: two-sided 95% quantiles of Student's t by degrees of freedom (1-10)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
 
@@ -333,9 +339,7 @@ def summary(args: argparse.Namespace) -> None:
         "seeds": [r["seed"] for r in runs],
         "episodes": first["episodes"],
         "held_out_items": len(first["held_out_before"]),
-        "held_out_scored": "greedy"
-        if first["eval"] == "greedy"
-        else f"mean of 4 episodes at temperature {first.get('eval_temperature', first['agent']['temperature'])}",
+        "held_out_scored": scoring(first),
         "settings": first["overrides"],
         "warm_start_to_final": {"mean": mean, "low": low, "high": high, "interval": "bootstrap, items within seeds"},
         "between_seeds_t_interval": {"low": mean - half, "high": mean + half},
@@ -360,12 +364,7 @@ def report(args: argparse.Namespace) -> None:
             rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
             settings = ", ".join(f"{k}={v}" for k, v in (r["overrides"].get("agent") or {}).items()) or "defaults"
             load = ", ".join(f"{x:.2f}" for x in r["load_average"])
-            temperature = r.get("eval_temperature", r["agent"]["temperature"])
-            scored = (
-                f"greedy, {len(r['held_out_before'])} items"
-                if r["eval"] == "greedy"
-                else (f"mean of 4 at T {temperature}, {len(r['held_out_before'])} items")
-            )
+            scored = f"{scoring(r)}, {len(r['held_out_before'])} items"
             rows.append(
                 f"| {r['name']} | {r['seed']} | {settings} | {scored} | {r['episodes']} | {r['optimizer_steps']} | "
                 f"{statistics.fmean(r['held_out_before']):.3f} | {statistics.fmean(r['held_out_after']):.3f} | "
