@@ -201,8 +201,12 @@ def group_signal(args: argparse.Namespace) -> Path:
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
 
+    from genenv.benchmarks.base import get_benchmark
+
     settings = dict(AGENT)
     adapter, policy, trainer, _ = build(args, settings)
+    if args.families:
+        adapter = get_benchmark("reasoning_gym", families=args.families, answer_format=args.answer_format)
     group = settings["num_generations"]
     by_key: dict[str, list] = {}
     for task in adapter.load_tasks("train"):
@@ -233,30 +237,46 @@ def group_signal(args: argparse.Namespace) -> Path:
                 logp = torch.log_softmax(logits, dim=-1)
                 entropy = -(logp.exp() * logp).sum(-1)
                 entropies.extend(entropy[torch.tensor(mask, dtype=torch.bool)].tolist())
-        mean_within = solved.var(axis=1, ddof=1).mean()
-        between = solved.mean(axis=1).var(ddof=1) * group
-        icc = (between - mean_within) / (between + (group - 1) * mean_within) if between + mean_within > 0 else 1.0
+        keys = [adapter.family(t) for t in tasks]
+        per_key = {
+            key: {"tasks": int(rows_of.sum()), **_group_stats(solved[rows_of])}
+            for key in sorted(set(keys))
+            for rows_of in [np.array([k == key for k in keys])]
+        }
         rows.append(
             {
                 "temperature": temperature,
                 "tasks": len(tasks),
                 "group_size": group,
-                "solved": float(solved.mean()),
-                "mixed_groups": float(((solved.min(1) == 0) & (solved.max(1) == 1)).mean()),
-                "none_solved": float((solved.max(1) == 0).mean()),
-                "all_solved": float((solved.min(1) == 1).mean()),
-                "within_task_correlation": float(icc),
+                **_group_stats(solved),
                 "token_entropy": float(np.mean(entropies)),
                 "completion_tokens": float(np.mean([sum(m) for m in batch.env_mask])),
                 "seconds": time.perf_counter() - start,
                 "load_average": load_average(),
+                "per_key": per_key,
             }
         )
         print(json.dumps(rows[-1]), flush=True)
-    out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}.json"
+    suffix = f"-{args.tag}" if args.tag else ""
+    out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
     return out
+
+
+def _group_stats(solved) -> dict[str, float]:
+    """Success, group outcomes and ICC(1), the within-task correlation of success, of a (tasks, G) array of 0/1."""
+    group = solved.shape[1]
+    mean_within = solved.var(axis=1, ddof=1).mean()
+    between = solved.mean(axis=1).var(ddof=1) * group if len(solved) > 1 else 0.0
+    icc = (between - mean_within) / (between + (group - 1) * mean_within) if between + mean_within > 0 else 1.0
+    return {
+        "solved": float(solved.mean()),
+        "mixed_groups": float(((solved.min(1) == 0) & (solved.max(1) == 1)).mean()),
+        "none_solved": float((solved.max(1) == 0).mean()),
+        "all_solved": float((solved.min(1) == 1).mean()),
+        "within_task_correlation": float(icc),
+    }
 
 
 def paired_interval(
@@ -400,6 +420,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.add_argument("--held-out-per-level", type=int, default=16)
     signal.add_argument("--tasks-per-level", type=int, default=4, help="train tasks per family and level")
     signal.add_argument("--temperature", type=float, nargs="+", default=[1.0])
+    signal.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays the same)")
+    signal.add_argument("--tag", help="suffix of the result file's name")
     table = sub.add_parser("report", help="a markdown table of runs")
     table.add_argument("names", nargs="+")
     table.add_argument("--output")
