@@ -101,7 +101,8 @@ class GRPOAgentConfig:
             token) ends there and is scored as a truncated episode. Also TRL's ``max_completion_length``.
         max_turns: agent turns per episode (``ToolEnv(max_turns=...)``); reaching it truncates and scores.
         per_device_train_batch_size: episodes per forward/backward micro-batch (TRL semantics: completions,
-            not tasks).
+            not tasks). The update does not depend on it (TRL normalises the loss over the whole step); on a CPU 1 is
+            fastest and smallest, as no padding is computed or stored (GPUs want larger micro-batches).
         gradient_accumulation_steps: micro-batches per optimizer step. One optimizer step uses
             ``per_device_train_batch_size * gradient_accumulation_steps * num_processes`` episodes, i.e.
             that many divided by G tasks (:attr:`GRPOAgentTrainer.tasks_per_step`); it must divide by G. All
@@ -115,7 +116,8 @@ class GRPOAgentConfig:
         use_lora: train a LoRA adapter (TRL's ``peft_config``) instead of every weight.
         lora_r: LoRA rank.
         lora_alpha: LoRA scaling numerator.
-        lora_dropout: dropout on the LoRA branch.
+        lora_dropout: dropout on the LoRA branch (0: the policy trained is the policy that played the rollouts; a
+            dropout stores a masked copy of every adapted layer's input for the backward pass).
         lora_target_modules: module names that get adapters (attention projections by default; never
             ``lm_head``, which TRL refuses).
         gradient_checkpointing: recompute activations in the backward pass (TRL defaults to True; off here
@@ -174,15 +176,15 @@ class GRPOAgentConfig:
     max_new_tokens: int = 128
     max_completion_length: int = 1024
     max_turns: int = 4
-    per_device_train_batch_size: int = 4
-    gradient_accumulation_steps: int = 2
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 8
     temperature: float = 1.0
     top_p: float = 1.0
     few_shot: bool | str = True
     use_lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
-    lora_dropout: float = 0.05
+    lora_dropout: float = 0.0
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     gradient_checkpointing: bool = False
     output_dir: str = "outputs/grpo_agent"

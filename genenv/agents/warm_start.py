@@ -52,7 +52,8 @@ class WarmStartConfig:
             all, ``0``: no warm start).
         epochs: passes over those traces.
         learning_rate: AdamW learning rate (1e-4 suits LoRA; use about 1e-5 for a full fine-tune).
-        per_device_train_batch_size: traces per micro-batch.
+        per_device_train_batch_size: traces per micro-batch. The update does not depend on it (the loss is
+            normalised over the step's tokens); on a CPU 1 is fastest and smallest, as no padding is computed.
         gradient_accumulation_steps: micro-batches per optimizer step.
         max_length: traces longer than this many tokens are left out (never cut: a cut trace teaches a turn
             without its end).
@@ -66,8 +67,8 @@ class WarmStartConfig:
     max_examples: int | None = 128
     epochs: float = 1.0
     learning_rate: float = 1e-4
-    per_device_train_batch_size: int = 4
-    gradient_accumulation_steps: int = 1
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 4
     max_length: int = 2048
     mix_per_epoch: int = 0
     seed: int = 0
