@@ -193,16 +193,17 @@ def run(args: argparse.Namespace) -> Path:
 def group_signal(args: argparse.Namespace) -> Path:
     """How much a GRPO group can learn from, for the warm-started agent at each ``--temperature``: G episodes of each
     of ``--tasks-per-level`` train tasks per family and level; the share of groups with mixed outcomes, the
-    within-task correlation of success (ICC(1) over the groups) and the mean entropy (nats) of the sampled tokens."""
+    within-task correlation of success (ICC(1) over the groups) and the mean entropy (nats) of the sampled tokens,
+    over all keys and per key. Played key by key, ``--chunk`` tasks at a time; each finished key is kept in
+    ``<result>.partial.json``, from which an interrupted measurement continues."""
     import numpy as np
     import torch
 
     from genenv.agents.rollout import play_episodes
+    from genenv.benchmarks.base import get_benchmark
     from genenv.llm.engines.hf import HFEngine
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
-
-    from genenv.benchmarks.base import get_benchmark
 
     settings = dict(AGENT)
     adapter, policy, trainer, _ = build(args, settings)
@@ -213,55 +214,75 @@ def group_signal(args: argparse.Namespace) -> Path:
     for task in adapter.load_tasks("train"):
         by_key.setdefault(adapter.family(task), []).append(task)
     rng = random.Random(args.seed)
-    tasks = [t for key in sorted(by_key) for t in rng.sample(by_key[key], args.tasks_per_level)]
+    chosen = {key: rng.sample(by_key[key], args.tasks_per_level) for key in sorted(by_key)}
+    suffix = f"-{args.tag}" if args.tag else ""
+    out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}{suffix}.json"
+    partial = out.with_suffix(".partial.json")
+    done = json.loads(partial.read_text()) if partial.exists() else {}
+    out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for temperature in args.temperature:
-        start = time.perf_counter()
         sampling = SamplingConfig(settings["max_new_tokens"], temperature)
-        batch = play_episodes(
-            adapter,
-            [t for t in tasks for _ in range(group)],
-            policy.tokenizer,
-            HFEngine(policy).generator(sampling, seed=args.seed),
-            eos_token_ids=[policy.tokenizer.eos_token_id],
-            max_turns=2,
-            max_completion_length=settings["max_completion_length"],
-            few_shot=settings["few_shot"],
-        )
-        solved = np.array([float(r >= 1.0) for r in batch.rewards]).reshape(len(tasks), group)
-        entropies = []
-        model = trainer.model
-        with torch.no_grad():
-            for prompt, completion, mask in zip(batch.prompt_ids, batch.completion_ids, batch.env_mask):
-                ids = torch.tensor([prompt + completion])
-                logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / temperature
-                logp = torch.log_softmax(logits, dim=-1)
-                entropy = -(logp.exp() * logp).sum(-1)
-                entropies.extend(entropy[torch.tensor(mask, dtype=torch.bool)].tolist())
-        keys = [adapter.family(t) for t in tasks]
-        per_key = {
-            key: {"tasks": int(rows_of.sum()), **_group_stats(solved[rows_of])}
-            for key in sorted(set(keys))
-            for rows_of in [np.array([k == key for k in keys])]
-        }
+        keys = done.setdefault(str(temperature), {})
+        for key, tasks in chosen.items():
+            if key in keys:
+                continue
+            start = time.perf_counter()
+            solved, entropies, lengths = [], [], []
+            for begin in range(0, len(tasks), args.chunk):
+                batch = play_episodes(
+                    adapter,
+                    [t for t in tasks[begin : begin + args.chunk] for _ in range(group)],
+                    policy.tokenizer,
+                    HFEngine(policy).generator(sampling, seed=args.seed + begin),
+                    eos_token_ids=[policy.tokenizer.eos_token_id],
+                    max_turns=2,
+                    max_completion_length=settings["max_completion_length"],
+                    few_shot=settings["few_shot"],
+                )
+                solved.extend(float(r >= 1.0) for r in batch.rewards)
+                lengths.extend(sum(m) for m in batch.env_mask)
+                with torch.no_grad():
+                    for prompt, completion, mask in zip(batch.prompt_ids, batch.completion_ids, batch.env_mask):
+                        ids = torch.tensor([prompt + completion])
+                        logits = trainer.model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / temperature
+                        logp = torch.log_softmax(logits, dim=-1)
+                        entropy = -(logp.exp() * logp).sum(-1)
+                        entropies.extend(entropy[torch.tensor(mask, dtype=torch.bool)].tolist())
+            keys[key] = {
+                "solved": solved,
+                "entropy_sum": float(np.sum(entropies)),
+                "entropy_tokens": len(entropies),
+                "completion_tokens": lengths,
+                "seconds": time.perf_counter() - start,
+                "load_average": load_average(),
+            }
+            partial.write_text(json.dumps(done))
+            print(
+                json.dumps(
+                    {"temperature": temperature, "key": key, **_group_stats(np.array(solved).reshape(-1, group))}
+                ),
+                flush=True,
+            )
+        per_key = {key: np.array(keys[key]["solved"]).reshape(-1, group) for key in chosen}
+        everything = np.concatenate(list(per_key.values()))
         rows.append(
             {
                 "temperature": temperature,
-                "tasks": len(tasks),
+                "tasks": len(everything),
                 "group_size": group,
-                **_group_stats(solved),
-                "token_entropy": float(np.mean(entropies)),
-                "completion_tokens": float(np.mean([sum(m) for m in batch.env_mask])),
-                "seconds": time.perf_counter() - start,
-                "load_average": load_average(),
-                "per_key": per_key,
+                **_group_stats(everything),
+                "token_entropy": sum(k["entropy_sum"] for k in keys.values())
+                / max(1, sum(k["entropy_tokens"] for k in keys.values())),
+                "completion_tokens": float(np.mean([n for k in keys.values() for n in k["completion_tokens"]])),
+                "seconds": sum(k["seconds"] for k in keys.values()),
+                "load_average": [k["load_average"] for k in keys.values()][-1],
+                "per_key": {key: {"tasks": len(a), **_group_stats(a)} for key, a in per_key.items()},
             }
         )
-        print(json.dumps(rows[-1]), flush=True)
-    suffix = f"-{args.tag}" if args.tag else ""
-    out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}{suffix}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "per_key"}), flush=True)
     out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
+    partial.unlink()
     return out
 
 
@@ -423,6 +444,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.add_argument("--temperature", type=float, nargs="+", default=[1.0])
     signal.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays the same)")
     signal.add_argument("--tag", help="suffix of the result file's name")
+    signal.add_argument("--chunk", type=int, default=10, help="tasks played in one batch (x G episodes)")
     table = sub.add_parser("report", help="a markdown table of runs")
     table.add_argument("names", nargs="+")
     table.add_argument("--output")

@@ -48,9 +48,8 @@ def sft_step(args: argparse.Namespace) -> dict[str, Any]:
     from genenv.agents.rollout import shown_exchanges
     from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
     from genenv.envs.expert import expert_conversation
-    from genenv.train import compose_setup
-
     from genenv.llm.models import load_policy
+    from genenv.train import compose_setup
 
     config, adapter, _ = compose_setup(["+bench=reasoning_gym"])
     policy = load_policy(config.agent_model, seed=0)
@@ -92,11 +91,13 @@ def grpo_steps(args: argparse.Namespace) -> dict[str, Any]:
         "learning_rate": 1e-4,
         "lora_dropout": WARM_START_DROPOUT,
     }
-    build_args = argparse.Namespace(seed=0, model="smollm2", answer_format="worked", warm_start=128, held_out_per_level=16)
+    build_args = argparse.Namespace(
+        seed=0, model="smollm2", answer_format="worked", warm_start=128, held_out_per_level=16
+    )
     adapter, _, trainer, _ = agent_learning.build(build_args, settings)
     if args.lora_dropout != WARM_START_DROPOUT:  # the same warm start, the condition's dropout (0: none, as PEFT's)
         for module in trainer.model.modules():
-            for name, dropout in getattr(module, "lora_dropout", {}).items():
+            for name in list(getattr(module, "lora_dropout", {})):
                 module.lora_dropout[name] = torch.nn.Dropout(args.lora_dropout) if args.lora_dropout else Identity()
     tasks = adapter.load_tasks("train")
     random.Random(1000).shuffle(tasks)
