@@ -65,6 +65,20 @@ def test_updates_lower_nll_and_raise_kl_from_exact_zero():
     assert trainer.step == 5 and not trainer.model.training
 
 
+def test_micro_batches_give_the_update_of_the_whole_batch():
+    """Texts of different lengths (padding differs), weights and the KL term: the same step either way."""
+    data = examples(weights=[3.0, 0.5, 1.0, 2.0])
+    whole, split = make(micro_batch_size=4, kl_coef=0.5), make(micro_batch_size=1, kl_coef=0.5)
+    for _ in range(2):  # the second step has a KL term with a gradient
+        a, b = whole.train(data), split.train(data)
+        assert a.mean_loss == pytest.approx(b.mean_loss, rel=1e-5)
+        assert a.mean_nll == pytest.approx(b.mean_nll, rel=1e-5)
+        assert a.kl == pytest.approx(b.kl, rel=1e-4, abs=1e-9)
+    for (name, p), q in zip(whole.model.named_parameters(), split.model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6, msg=name)
+    assert whole.completion_nll(data) == pytest.approx(split.completion_nll(data), rel=1e-5)
+
+
 def test_heavy_example_learned_more():
     trainer = make(kl_coef=0.0)
     texts = ["aaaa bbbb aaaa bbbb", "ZQ#7 xw!!9 ~~K"]

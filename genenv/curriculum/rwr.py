@@ -75,6 +75,8 @@ class RWRConfig:
         lora_dropout: dropout on the LoRA input during updates (0 keeps updates deterministic).
         target_modules: names of the linear modules that get a LoRA adapter.
         batch_size: examples per optimizer step.
+        micro_batch_size: examples per forward/backward pass; the step's gradient is the same (the loss is a sum
+            over micro-batches), while padding, activations and logits shrink with it (on a CPU 1 is fastest).
         epochs: passes over the examples per :meth:`RWRTrainer.train` call.
         max_length: token limit of prompt + completion + eos. Longer examples keep at least
             ``min(len(completion), max_length // 2)`` completion tokens (cut on the right) and lose
@@ -98,6 +100,7 @@ class RWRConfig:
     lora_dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     batch_size: int = 4
+    micro_batch_size: int = 1
     epochs: int = 1
     max_length: int = 768
     kl_coef: float = 0.05
@@ -117,8 +120,11 @@ class RWRConfig:
             raise ValueError(f"lora_r must be at least 1, got {self.lora_r}")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise ValueError(f"lora_dropout must lie in [0, 1), got {self.lora_dropout}")
-        if self.batch_size < 1 or self.epochs < 1:
-            raise ValueError(f"batch_size and epochs must be at least 1, got {self.batch_size}, {self.epochs}")
+        if self.batch_size < 1 or self.micro_batch_size < 1 or self.epochs < 1:
+            raise ValueError(
+                "batch_size, micro_batch_size and epochs must be at least 1, got "
+                f"{self.batch_size}, {self.micro_batch_size}, {self.epochs}"
+            )
         if self.max_length < 2:
             raise ValueError(f"max_length must be at least 2, got {self.max_length}")
         if self.kl_coef < 0:
@@ -343,10 +349,10 @@ class RWRTrainer:
         return torch.log_softmax(logits[:, -(batch.width + 1) : -1].float(), dim=-1)
 
     @staticmethod
-    def _token_kl(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Mean over completion tokens of the exact KL(pi || pi_ref) over the vocabulary."""
+    def _token_kl_sum(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Sum over completion tokens of the exact KL(pi || pi_ref) over the vocabulary."""
         kl = (logp.exp() * (logp - ref_logp)).sum(-1)
-        return (kl * mask).sum() / mask.sum()
+        return (kl * mask).sum()
 
     @staticmethod
     def _example_nll(logp: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -395,31 +401,41 @@ class RWRTrainer:
                 for begin in range(0, len(order), cfg.batch_size):
                     chosen = order[begin : begin + cfg.batch_size]
                     bar.update(1)
-                    batch = self._collate([encoded[i] for i in chosen], [float(weights[i]) for i in chosen])
-                    mask = (batch.targets != -100).float()
-
-                    ref_logp = None
-                    if with_reference:
-                        self.model.eval()
-                        with torch.no_grad():
-                            ref_logp = self._logprobs(batch, reference=True)
-                    self.model.train()
-                    logp = self._logprobs(batch)
-                    nll = self._example_nll(logp, batch.targets, mask)
-                    loss = (batch.weights * nll).mean()
-                    kl_before = math.nan
-                    if ref_logp is not None:
-                        kl = self._token_kl(logp, ref_logp, mask)
-                        loss = loss + cfg.kl_coef * kl
-                        kl_before = kl.item()
-                    losses.append(loss.item())
-                    nlls.append(nll.mean().item())
-                    del logp
-
+                    tokens = sum(len(encoded[i].completion) for i in chosen)
                     if capped:
                         saved_params = [p.detach().clone() for p in self.params]
                         saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
-                    loss.backward()
+                    # the batch's loss, summed over micro-batches: each one's backward adds its share of the gradient
+                    batches, references = [], []
+                    loss_sum = nll_sum = kl_sum = 0.0
+                    for part in range(0, len(chosen), cfg.micro_batch_size):
+                        micro = chosen[part : part + cfg.micro_batch_size]
+                        batch = self._collate([encoded[i] for i in micro], [float(weights[i]) for i in micro])
+                        mask = (batch.targets != -100).float()
+                        ref_logp = None
+                        if with_reference:
+                            self.model.eval()
+                            with torch.no_grad():
+                                ref_logp = self._logprobs(batch, reference=True)
+                        self.model.train()
+                        logp = self._logprobs(batch)
+                        nll = self._example_nll(logp, batch.targets, mask)
+                        loss = (batch.weights * nll).sum() / len(chosen)
+                        nll_sum += nll.sum().item()
+                        if ref_logp is not None:
+                            kl = self._token_kl_sum(logp, ref_logp, mask) / tokens
+                            loss = loss + cfg.kl_coef * kl
+                            kl_sum += kl.item()
+                        loss_sum += loss.item()
+                        del logp
+                        loss.backward()
+                        if capped:  # measured again after the step
+                            batches.append((batch, mask))
+                            references.append(ref_logp)
+                    kl_before = kl_sum if with_reference else math.nan
+                    losses.append(loss_sum)
+                    nlls.append(nll_sum / len(chosen))
+
                     if cfg.max_grad_norm:
                         torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
                     self.optimizer.step()
@@ -432,7 +448,13 @@ class RWRTrainer:
 
                     self.model.eval()
                     with torch.no_grad():
-                        kl_after = self._token_kl(self._logprobs(batch), ref_logp, mask).item()
+                        kl_after = (
+                            sum(
+                                self._token_kl_sum(self._logprobs(batch), ref_logp, mask).item()
+                                for (batch, mask), ref_logp in zip(batches, references)
+                            )
+                            / tokens
+                        )
                     if not kl_after <= cfg.max_kl:  # also catches NaN
                         with torch.no_grad():
                             for param, saved in zip(self.params, saved_params, strict=True):
@@ -474,9 +496,8 @@ class RWRTrainer:
         """
         total = count = 0.0
         for _, batch, mask in self._eval_batches(examples, batch_size):
-            n = mask.sum().item()
-            total += self._token_kl(self._logprobs(batch), self._logprobs(batch, reference=True), mask).item() * n
-            count += n
+            total += self._token_kl_sum(self._logprobs(batch), self._logprobs(batch, reference=True), mask).item()
+            count += mask.sum().item()
         return total / count if count else math.nan
 
     @torch.no_grad()
