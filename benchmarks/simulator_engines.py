@@ -3,6 +3,9 @@
     # every condition, back to back, each in its own process: engines x threads, quiet and beside one busy core
     python benchmarks/simulator_engines.py matrix --batches 2 --output benchmarks/results/simulator_engines.json \\
         -- +bench=reasoning_gym model=qwen05 coevolution.simulator_batch_size=16 coevolution.simulator_max_new_tokens=64
+    # where a call's time goes: prefill and decode tokens/s of hf and of llama.cpp's GGUF types, same prompts
+    python benchmarks/simulator_engines.py prefill --threads 1 --output benchmarks/results/simulator_prefill.json \\
+        -- +bench=reasoning_gym model=qwen05
     # one condition in this process (what ``matrix`` runs)
     python benchmarks/simulator_engines.py one --engine llamacpp --threads 1 --batches 2 -- +bench=reasoning_gym ...
 
@@ -103,6 +106,92 @@ def one(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
+def prefill(args: argparse.Namespace) -> None:
+    """Where a simulator call's time goes: prompt evaluation (prefill) and one-token steps (decode), tokens per
+    second, for HF (float32, rows one by one and as one batch) and llama.cpp (the shipped GGUF and exports of the
+    same weights in Q8_0 and F32), on ``--prompts`` simulator prompts of epoch 0, in this process, one after another.
+    """
+    import tempfile
+
+    import llama_cpp
+    import numpy as np
+    import torch
+
+    from genenv.llm.engines.llamacpp import export_gguf
+    from genenv.llm.engines.weights import merged_state_dict
+    from genenv.llm.models import _default_cache_root, embedded_gguf_path
+    from genenv.machine import load_average
+    from genenv.train import compose_setup
+
+    torch.set_num_threads(args.threads)
+    config, adapter, policy = compose_setup(args.overrides)
+    simulator = config.simulator(policy)
+    rng = np.random.default_rng(args.seed)
+    families = adapter.families()
+    tokenizer = policy.tokenizer
+    prompts = []
+    for _ in range(args.prompts):
+        chat = simulator.messages(adapter, families[int(rng.integers(len(families)))], rng, None)
+        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        prompts.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    tokens = sum(len(p) for p in prompts)
+    load_before = load_average()
+    rows = []
+    model = policy.model.eval()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([prompts[0][:32]]))  # warm-up
+        start = time.perf_counter()
+        for p in prompts:
+            model(input_ids=torch.tensor([p]), logits_to_keep=1)
+        rows.append(
+            {
+                "engine": "hf float32, one row at a time",
+                "prefill_tokens_per_second": tokens / (time.perf_counter() - start),
+            }
+        )
+        width = min(len(p) for p in prompts)
+        start = time.perf_counter()
+        model(input_ids=torch.tensor([p[:width] for p in prompts]), logits_to_keep=1)
+        rows.append({"engine": f"hf float32, one batch ({len(prompts)} x {width})",
+                     "prefill_tokens_per_second": len(prompts) * width / (time.perf_counter() - start)})  # fmt: skip
+    ggufs = {}
+    shipped = embedded_gguf_path(config.simulator_model, _default_cache_root())
+    if shipped is not None:
+        ggufs[f"llama.cpp shipped {shipped.name}"] = shipped
+    folder = Path(tempfile.mkdtemp(prefix="genenv-prefill-"))
+    state = merged_state_dict(model)
+    for compute_type, label in (("int8", "Q8_0"), ("float32", "F32")):
+        path = folder / f"{compute_type}.gguf"
+        export_gguf(state, model.config, tokenizer, path, compute_type=compute_type, source=shipped)
+        ggufs[f"llama.cpp export {label}"] = path
+    for label, path in ggufs.items():
+        llm = llama_cpp.Llama(model_path=str(path), n_ctx=4096, n_threads=args.threads,
+                              n_threads_batch=args.threads, verbose=False)  # fmt: skip
+        llm.eval(prompts[0][:32])  # warm-up
+        start = time.perf_counter()
+        for p in prompts:
+            llm.reset()
+            llm.eval(p)
+        speed = tokens / (time.perf_counter() - start)
+        start = time.perf_counter()
+        for token in prompts[0][:32]:
+            llm.eval([token])
+        rows.append({"engine": label, "prefill_tokens_per_second": speed,
+                     "decode_tokens_per_second": 32 / (time.perf_counter() - start)})  # fmt: skip
+        llm.close()
+    result = {
+        "command": " ".join(["python benchmarks/simulator_engines.py", *sys.argv[1:]]),
+        "threads": args.threads,
+        "prompt_tokens": [len(p) for p in prompts],
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "rows": rows,
+    }
+    print(json.dumps(result, indent=1))
+    if args.output:
+        args.output.write_text(json.dumps(result, indent=1) + "\n")
+
+
 def busy_neighbour() -> subprocess.Popen:
     """One single-thread torch job: a 512 x 512 matrix product in a loop, until killed."""
     code = "import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a = torch.tanh(a @ a)\n"
@@ -176,13 +265,19 @@ def main(argv: list[str] | None = None) -> None:
     grid = sub.add_parser("matrix", help="every condition, quiet and beside a busy core, one process each")
     grid.add_argument("--engines", nargs="+", default=["hf", "llamacpp"])
     grid.add_argument("--output", type=Path, required=True)
+    speeds = sub.add_parser("prefill", help="prefill and decode tokens/s per engine and GGUF type, one process")
+    speeds.add_argument("--threads", type=int, default=1)
+    speeds.add_argument("--prompts", type=int, default=4)
+    speeds.add_argument("--output", type=Path)
+    speeds.add_argument("--seed", type=int, default=0)
+    speeds.add_argument("overrides", nargs="*", help="python -m genenv.train overrides (after --)")
     for p in (single, grid):
         p.add_argument("--batches", type=int, default=2, help="timed batches (one more warms up)")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--free", action="store_true", help="no schemas (free calls)")
         p.add_argument("overrides", nargs="*", help="python -m genenv.train overrides (after --)")
     args = parser.parse_args(argv)
-    (one if args.command == "one" else matrix)(args)
+    {"one": one, "matrix": matrix, "prefill": prefill}[args.command](args)
 
 
 if __name__ == "__main__":
