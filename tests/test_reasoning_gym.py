@@ -228,6 +228,35 @@ def test_level_step_sets_how_far_the_simulator_may_move():
         ReasoningGymAdapter(families=["chain_sum@0"], level_step=-1)
 
 
+def test_family_requests_let_the_simulator_choose_the_level():
+    from genenv.envs.simulator import Simulator
+
+    by_family = ReasoningGymAdapter(families=["chain_sum@0-4", "products@0-1"], test_per_level=1,
+                                    validation_per_level=1, train_per_level=4, requests="families")  # fmt: skip
+    assert by_family.families() == ["chain_sum", "products"]
+    assert by_family.generation_schema("chain_sum")["properties"]["level"]["enum"] == [0, 1, 2, 3, 4]
+    task = by_family.parse_task(spec(family="chain_sum", level=4, seed=3), "chain_sum")
+    assert by_family.validate_task(task)[0]
+    assert by_family.family(task) == "chain_sum@4" and by_family.requested_family(task) == "chain_sum"
+    with pytest.raises(ValueError, match="not the requested family 'chain_sum'"):
+        by_family.parse_task(spec(family="products", level=0, seed=3), "chain_sum")
+    with pytest.raises(ValueError, match="unknown family 'chain_sum@1'"):
+        by_family.generation_schema("chain_sum@1")
+    success = {"chain_sum@0": 0.9, "chain_sum@3": 0.1, "products@0": 0.5}
+    assert by_family.request_success("chain_sum", success) == pytest.approx(0.5)  # the mean over played levels
+    assert by_family.request_success("products", {}) is None
+    context = by_family.generation_context("chain_sum", np.random.default_rng(0), success)
+    assert "you choose the level" in context and "Current level" not in context
+    assert "the agent solves 90%" in context and "the agent solves 10%" in context
+    prompt = Simulator(None, engine="hf").messages(by_family, "chain_sum", np.random.default_rng(0), success)
+    assert "The agent currently solves 50% of these tasks" in prompt[-1]["content"]
+    assert all(
+        e["family"] == "chain_sum" for e in by_family.generation_examples("chain_sum", 4, np.random.default_rng(0))
+    )
+    with pytest.raises(ValueError, match="requests must be one of"):
+        ReasoningGymAdapter(families=["chain_sum@0"], requests="levels and families")
+
+
 def test_answer_extraction():
     assert extract_answer("<answer>1</answer> then <answer> 42 </answer>") == "42"
     assert extract_answer("thinking... <answer>7") == "7"

@@ -270,6 +270,16 @@ class BenchmarkAdapter(ABC):
         whose families are levels of one task kind may quote the neighbouring levels' rates."""
         raise NotImplementedError(f"{self.name} does not support generated tasks")
 
+    def request_success(self, family: str, success: Mapping[str, float]) -> float | None:
+        """The agent's recent success on what a request for ``family`` writes, from ``success`` (the recent success
+        per family key of :meth:`family`): ``success[family]`` unless the adapter's requests span several keys."""
+        return success.get(family)
+
+    def requested_family(self, task: Task) -> str:
+        """The request (one of :meth:`families`) that ``task`` answers: its :meth:`family` unless the adapter's
+        requests span several keys."""
+        return self.family(task)
+
     def generation_schema(self, family: str) -> dict[str, Any] | None:
         """A JSON schema the simulator's answer for ``family`` is constrained to while it is
         generated (e.g. ``task_schema`` with that family's exact argument names and types), or

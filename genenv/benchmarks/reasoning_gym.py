@@ -25,7 +25,8 @@ Generated tasks
 The simulator writes a spec ``{"family": name, "level": L, "seed": s}``. Asked for family key
 ``name@L`` (the "current level" its difficulty instruction is about), it may pick any configured level within
 ``level_step`` steps of ``L`` (``generation_schema`` enumerates them; ``level_step=None``: any configured level), so
-"write a harder task" means a higher level; ``seed`` is any integer, mapped to the
+"write a harder task" means a higher level. With ``requests="families"`` it is asked for a family ``name`` and
+chooses the level itself; its prompt shows the agent's success per level. ``seed`` is any integer, mapped to the
 reasoning-gym seed ``s mod 10**9`` (never a held-out seed). ``parse_task`` checks the spec against the
 family's curriculum and generates the item with the family's own generator, so the gold answer is
 reasoning-gym's; ``validate_task`` checks that ``score_answer`` gives that answer 1.0 and that the
@@ -115,6 +116,8 @@ DEFAULT_FAMILIES = ("basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2")
 MAX_EXAMPLE_CHARS = 160
 #: what the simulator writes for a generated task: a seed that picks an item, or the item's expression
 TASK_SPECS = ("seed", "expression")
+#: what a simulator request names: a family key ``name@L`` (the level near ``L``) or a family (the level its choice)
+REQUESTS = ("levels", "families")
 #: what the agent is asked to write: only the final answer, or its working and then ``<answer>...</answer>``
 ANSWER_FORMATS = ("answer", "worked")
 EXPRESSION_SCHEMA: dict[str, Any] = {
@@ -261,6 +264,10 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         train_per_level: training (base data) items per family and level.
         partial_credit: reward the official partial credit (see the module docstring; default: 1.0 only if solved).
         level_step: how many levels from the requested key's level a generated task may be (None: any level).
+        requests: what the simulator is asked for: ``"levels"`` (a family key ``name@L``; the level within
+            ``level_step`` of ``L``) or ``"families"`` (a family; the simulator chooses any configured level, the
+            agent's success per level shown in its prompt; ``level_step`` is not used). The agent's success is kept
+            per key ``name@L`` either way.
         task_spec: what the simulator writes: ``"seed"`` (family, level, seed) or ``"expression"`` (family and the
             item's expression; the arithmetic families only; see the module docstring).
         answer_format: ``"answer"`` (only the final answer) or ``"worked"`` (working, then ``<answer>...</answer>``,
@@ -291,8 +298,12 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         level_step: int | None = 1,
         task_spec: str = "seed",
         answer_format: str = "answer",
+        requests: str = "levels",
     ) -> None:
         super().__init__(data_dir)
+        if requests not in REQUESTS:
+            raise ValueError(f"requests must be one of {', '.join(REQUESTS)}, got {requests!r}")
+        self.requests = requests
         if task_spec not in TASK_SPECS:
             raise ValueError(f"task_spec must be one of {', '.join(TASK_SPECS)}, got {task_spec!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -306,7 +317,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         self._options = {"families": families, "test_per_level": test_per_level,
                          "validation_per_level": validation_per_level, "train_per_level": train_per_level,
                          "level_step": level_step, "task_spec": task_spec,
-                         "answer_format": answer_format}  # fmt: skip
+                         "answer_format": answer_format, "requests": requests}  # fmt: skip
         self._reporting: ReasoningGymAdapter | None = None
         entries = [families] if isinstance(families, str) else list(families or DEFAULT_FAMILIES)
         if not entries:
@@ -489,30 +500,52 @@ class ReasoningGymAdapter(BenchmarkAdapter):
 
     # -- generated tasks --------------------------------------------------------------------
     def families(self) -> list[str]:
-        """Family keys ``name@L`` of every configured family and level."""
+        """What the simulator is asked for: family keys ``name@L`` of every configured family and level, or (with
+        ``requests="families"``) the configured families."""
+        if self.requests == "families":
+            return list(self.levels)
         return [_key(name, level) for name, levels in self.levels.items() for level in levels]
 
-    def _requested(self, family_key: str) -> tuple[str, int, list[int]]:
-        """(name, requested level, levels the simulator may write) for a key from :meth:`families`."""
-        name, _, level = family_key.partition("@")
+    def _requested(self, request: str) -> tuple[str, int | None, list[int]]:
+        """(name, requested level or None, levels the simulator may write) for a request from :meth:`families`."""
+        if self.requests == "families":
+            if request not in self.levels:
+                raise ValueError(f"unknown family {request!r}; choose from {', '.join(self.families())}")
+            return request, None, self.levels[request]
+        name, _, level = request.partition("@")
         if name not in self.levels or not level.isdigit() or int(level) not in self.levels[name]:
-            raise ValueError(f"unknown family key {family_key!r}; choose from {', '.join(self.families())}")
+            raise ValueError(f"unknown family key {request!r}; choose from {', '.join(self.families())}")
         requested = int(level)
         step = self.level_step
         return name, requested, [lv for lv in self.levels[name] if step is None or abs(lv - requested) <= step]
+
+    def request_success(self, family: str, success: Mapping[str, float]) -> float | None:
+        """A key's success; for a family request the mean over its levels the agent has played (None: none)."""
+        if self.requests != "families":
+            return success.get(family)
+        rates = [
+            success[_key(family, level)] for level in self.levels.get(family, []) if _key(family, level) in success
+        ]
+        return sum(rates) / len(rates) if rates else None
+
+    def requested_family(self, task: Task) -> str:
+        gold = task.gold if isinstance(task.gold, dict) else {}
+        return str(gold.get("family", "unknown")) if self.requests == "families" else self.family(task)
 
     def generation_context(self, family: str, rng: Any, success: Mapping[str, float] | None = None) -> str:
         """The family, what each configured level means (settings, an example) and, given ``success`` (family key ->
         the agent's recent success), the agent's success per level."""
         name, requested, allowed = self._requested(family)
         writes_expressions = self.task_spec == "expression"
-        lines = [
-            f"reasoning-gym family: {name}. Configured levels: {self.levels[name][0]}-{self.levels[name][-1]} "
-            f"(higher is harder). Current level: {requested} (the instruction below is about it); you may write level "
-            + ", ".join(map(str, allowed))
-            + ".",
-            "Levels:",
-        ]
+        configured = f"reasoning-gym family: {name}. Configured levels: {self.levels[name][0]}-{self.levels[name][-1]}"
+        if requested is None:
+            first = f"{configured} (higher is harder); you choose the level."
+        else:
+            first = (
+                f"{configured} (higher is harder). Current level: {requested} (the instruction below is about it); "
+                f"you may write level {', '.join(map(str, allowed))}."
+            )
+        lines = [first, "Levels:"]
         for level in self.levels[name]:
             example = self._level_example(name, level) if writes_expressions else self._task(name, level, 0, "train")
             shown = _example_expression(example) if writes_expressions else " ".join(example.prompt.split())
@@ -614,7 +647,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             requested, _, allowed = self._requested(family)
             if requested != name:
                 raise ValueError(f"family {name!r} is not the requested family {requested!r}")
-            if level not in allowed:
+            if level not in allowed:  # only with requests="levels": a family request allows every level
                 step = self.level_step
                 raise ValueError(f"level {level} is more than level_step={step} from the requested {family!r}")
         if self.task_spec == "expression":

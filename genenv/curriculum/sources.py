@@ -100,7 +100,9 @@ class WrittenEachEpoch:
         if self.conditioned and self.examples == "in_band":
             own_examples = self.pool.in_band_outputs(simulator.num_examples)
         if self.conditioned and self.examples == "scored":
-            scored = self.pool.scored_outputs(lambda task: self.adapter.family(Task.from_dict(task)), SCORED_TASKS)
+            scored = self.pool.scored_outputs(
+                lambda task: self.adapter.requested_family(Task.from_dict(task)), SCORED_TASKS
+            )
         shown = success if self.conditioned else None
         rounds = simulator_rounds(simulator, self.generation_rounds, wanted)
         for _ in progress(range(rounds), desc="simulator", unit="batch", leave=False):

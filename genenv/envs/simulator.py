@@ -236,7 +236,7 @@ class Simulator:
         note = f"{scored_tasks_note(scored, self.alpha)}\n\n" if scored else ""
         request = (
             f"{adapter.generation_context(family, rng, success)}\n\n{note}"
-            f"{difficulty_instruction((success or {}).get(family), self.alpha)}\n"
+            f"{difficulty_instruction(adapter.request_success(family, success or {}), self.alpha)}\n"
             f"Write one new task of kind '{family}' as JSON."
         )
         conversation.append({"role": "user", "content": request})
