@@ -156,3 +156,50 @@ def test_a_simulator_on_a_server_skips_rwr_and_says_so(adapter, caplog):
     assert reported["in_band"] == 1 and any(earned.kept for _, earned in source.rewarded)  # scored as with RWR
     with pytest.raises(RuntimeError, match="no local weights"):
         source.update_simulator()
+
+
+def _attempts(tasks):
+    return [(t.task_id, r) for t in tasks for q, rs in ATTEMPTS.items() if q in t.prompt for r in rs]
+
+
+def test_a_saved_curriculum_continues_where_it_stopped(adapter, tmp_path):
+    """Save after a report with one written task still waiting and the RWR examples of an in-band task pending; a
+    fresh curriculum that loads it hands out the same task, scores it the same and trains the same simulator."""
+
+    def make():
+        simulator = ScriptedSimulator(REPLIES, "Calculator")
+        simulator._policy = build_tiny_policy(seed=1)
+        config = AlphaCurriculumConfig(rwr=RWRConfig(batch_size=2, learning_rate=1e-2), update_every=2)
+        return AlphaCurriculum(adapter, simulator, config)
+
+    original = make()
+    first = original.next_tasks(1)  # one batch writes both tasks: the second waits
+    original.report(*zip(*_attempts(first)))
+    original.save(tmp_path / "state")
+    resumed = make()
+    resumed.load(tmp_path / "state")
+    assert resumed.stats.rates() == original.stats.rates()
+    (a,), (b,) = original.next_tasks(1), resumed.next_tasks(1)
+    assert len(resumed.simulator.prompts) == 0  # the waiting task was handed out without writing
+    assert a.to_dict() == b.to_dict() and a.task_id != first[0].task_id
+    ma, mb = original.report(*zip(*_attempts([a]))), resumed.report(*zip(*_attempts([b])))
+    assert ma["simulator"]["examples"] == mb["simulator"]["examples"] >= 1  # the pending in-band example and this one
+    assert ma["simulator"]["mean_loss"] == pytest.approx(mb["simulator"]["mean_loss"], rel=1e-6)
+    weights = [p for n, p in original.rwr_trainer.model.named_parameters() if "lora_" in n]
+    again = [p for n, p in resumed.rwr_trainer.model.named_parameters() if "lora_" in n]
+    assert all(bool((p == q).all()) for p, q in zip(weights, again, strict=True))
+    assert original.stats.rates() == resumed.stats.rates()
+
+
+def test_an_unconditioned_curriculum_never_shows_the_agents_success(adapter):
+    source = curriculum(adapter, conditioned=False)
+    for _ in range(2):
+        tasks = source.next_tasks(2)
+        source.report(*zip(*_attempts(tasks)))
+    assert source.stats.rates() == {"Calculator": 0.25}  # scored as a conditioned one is
+    requests = [conversation[-1]["content"] for call in source.simulator.prompts for conversation in call]
+    assert len(requests) == 6 and all("has not seen tasks of this kind yet" in r for r in requests)
+    shown = curriculum(adapter)
+    for _ in range(2):
+        shown.report(*zip(*_attempts(shown.next_tasks(2))))
+    assert "currently solves 25%" in shown.simulator.prompts[-1][0][-1]["content"]

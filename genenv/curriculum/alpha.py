@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 #: unreported tasks the dataset hands out before it warns that the trainer reads far ahead (a shuffle buffer)
 READ_AHEAD_WARNING = 256
+_STATE_FILE = "curriculum.json"
+_STATE_FORMAT = 1
 
 
 @dataclass
@@ -68,6 +73,8 @@ class AlphaCurriculumConfig:
             conditioned on the agent's success but never updated, as is a simulator without local weights (on a
             server, engine ``openai``: the curriculum logs a warning and runs no RWR).
         update_every: ``report`` calls between two simulator updates (with ``rwr``).
+        conditioned: show the simulator the agent's recent success per family; ``False`` with ``rwr=None`` is the
+            Random baseline (the same simulator, never shown the agent nor updated).
         seed: seed of the simulator's sampling and of the families it is asked for.
     """
 
@@ -79,6 +86,7 @@ class AlphaCurriculumConfig:
     generation_rounds: int = 2
     rwr: RWRConfig | None = None
     update_every: int = 1
+    conditioned: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -137,7 +145,7 @@ class AlphaCurriculum:
             )
         self.rewarded: list[tuple[Proposal, OutputReward]] = []
         self._source = WrittenEachEpoch(
-            self.adapter, None, generation_rounds=config.generation_rounds, conditioned=True
+            self.adapter, None, generation_rounds=config.generation_rounds, conditioned=config.conditioned
         )
         self._rng = np.random.default_rng(config.seed)
         self._written: list[Task] = []  # valid, not handed out yet
@@ -230,6 +238,47 @@ class AlphaCurriculum:
         if not examples:
             return {"steps": 0, "examples": 0}
         return self.rwr_trainer.train(examples).to_dict()
+
+    # -- resuming --------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write everything a later :meth:`load` needs to continue exactly here: the success statistics, the tasks
+        written and not yet handed out or reported, the outputs not yet rewarded, the RWR examples not yet trained on,
+        the sampling state and the RWR trainer (adapter and optimizer, under ``rwr/``). ``rewarded`` is not kept."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        if self.rwr_trainer is not None:
+            self.rwr_trainer.save(directory / "rwr")
+        state = {
+            "format": _STATE_FORMAT,
+            "stats": self.stats.to_dict(),
+            "rng": self._rng.bit_generator.state,
+            "written": [task.to_dict() for task in self._written],
+            "handed_out": [task.to_dict() for task in self._handed_out.values()],
+            "unrewarded": {task_id: [p.to_dict() for p in ps] for task_id, ps in self._unrewarded.items()},
+            "rwr_examples": self._rwr_examples,
+            "reports": self._reports,
+            "unreported": self._unreported,
+        }
+        tmp = directory / f".{_STATE_FILE}.tmp"
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, directory / _STATE_FILE)  # a kill leaves the previous state whole
+        return directory
+
+    def load(self, directory: str | Path) -> None:
+        """Continue from a :meth:`save` of a curriculum with the same settings (and simulator weights' shape)."""
+        directory = Path(directory)
+        state = json.loads((directory / _STATE_FILE).read_text(encoding="utf-8"))
+        if state.get("format") != _STATE_FORMAT:
+            raise ValueError(f"unknown curriculum state format {state.get('format')!r} in {directory}")
+        if self.rwr_trainer is not None:
+            self.rwr_trainer.load(directory / "rwr")
+        self.stats = FamilyStats.from_dict(state["stats"])
+        self._rng.bit_generator.state = state["rng"]
+        self._written = [Task.from_dict(task) for task in state["written"]]
+        self._handed_out = {task["task_id"]: Task.from_dict(task) for task in state["handed_out"]}
+        self._unrewarded = {task_id: [Proposal.from_dict(p) for p in ps] for task_id, ps in state["unrewarded"].items()}
+        self._rwr_examples = state["rwr_examples"]
+        self._reports, self._unreported = state["reports"], state["unreported"]
 
     # -- TRL -------------------------------------------------------------------------------------
     def dataset(self) -> IterableDataset:
