@@ -1,0 +1,27 @@
+"""experiments/curriculum/calibration.py: what a calibration round records from the frozen agent's attempts."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import load_script
+
+from genenv.benchmarks.base import Task
+
+
+class _Keys:
+    def family(self, task: Task) -> str:
+        return task.gold["key"]
+
+
+def test_a_round_records_each_tasks_success_the_graded_share_and_the_levels():
+    calibration = load_script("experiments/curriculum/calibration.py")
+    tasks = [
+        Task(task_id=str(i), benchmark="b", prompt="", gold={"key": key}) for i, key in enumerate(["a@0", "a@4", "b@4"])
+    ]
+    rewards = [1, 1, 0, 1] + [0, 0, 0, 0] + [1, 0, 0, 0]  # G = 4: success 0.75, 0.0, 0.25
+    record = calibration.round_record(_Keys(), tasks, rewards, 4, {"in_band": 2, "r_env": 0.5})
+    assert record["p_per_task"] == [0.75, 0.0, 0.25]
+    assert record["share_graded"] == pytest.approx(2 / 3)  # 0.75 and 0.25 lie in [0.25, 0.75]
+    assert record["mean_distance"] == pytest.approx((0.25 + 0.5 + 0.25) / 3)
+    assert record["mixed_groups"] == pytest.approx(2 / 3)
+    assert record["levels"] == {"0": 1, "4": 2} and record["simulator"] is None
