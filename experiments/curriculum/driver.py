@@ -95,6 +95,7 @@ AGENT_UPDATE_OF_THE_RUNS = [
     "agent.lora_alpha=16",
     "agent.lora_target_modules=[q_proj,k_proj,v_proj,o_proj]",
     "agent.dynamic_sampling=false",
+    "agent.lora_dropout=0.05",
 ]
 #: and their batch: one group of G = 8 episodes per optimizer step
 BATCH_OF_THE_RUNS = ["agent.per_device_train_batch_size=4", "agent.gradient_accumulation_steps=2"]
