@@ -275,13 +275,13 @@ def rowwise_generator(tokenizer):
     return generate
 
 
-def train_three_steps(tmp_path, adapter, tasks, skip: bool, **overrides):
+def train_three_steps(tmp_path, adapter, tasks, skip: bool, generator=rowwise_generator, **overrides):
     """GRPO steps on ``tasks`` with scripted episodes: the trainer, its metrics and its training forward passes."""
     folder = tmp_path / f"{skip}-{len(tasks)}-{sorted(overrides.items())}"
     config = tiny_config(folder, skip_zero_advantage=skip, shuffle_tasks=False, **overrides)
     trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
     tokenizer = trainer.tokenizer
-    trainer._generator = lambda: rowwise_generator(tokenizer)  # the same episodes in both runs
+    trainer._generator = lambda: generator(tokenizer)  # the same episodes in both runs
     forwards = []
     handle = trainer.model.register_forward_hook(lambda *_: forwards.append(torch.is_grad_enabled()))
     metrics = trainer.train(tasks, steps=len(tasks))
@@ -310,6 +310,35 @@ def test_skipping_zero_advantage_batches_gives_trls_update(tmp_path):
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(state[key][moment], plain_state[key][moment])
         assert state[key]["step"] == plain_state[key]["step"] == 3
+
+
+def test_the_micro_batch_leaves_the_update_unchanged(tmp_path):
+    """Steps of two groups (4 episodes of different lengths), as one micro-batch of 4 or as 4 of one: the same SGD
+    update (TRL's loss is normalised over the step's tokens, not per micro-batch)."""
+    adapter = HalfSolvableToyAdapter()
+    _, graded = adapter.uniform_and_graded()
+    tasks = graded[:4]
+
+    def uneven(tokenizer):  # row k answers with k extra words: the micro-batch of 4 pads
+        def generate(batch):
+            rows = [
+                tokenizer(f"answer {k}" + " so" * k, add_special_tokens=False)["input_ids"] for k in range(len(batch))
+            ]
+            return [ids + [tokenizer.eos_token_id] for ids in rows], None
+
+        return generate
+
+    runs = [
+        train_three_steps(tmp_path, adapter, tasks, skip=False, generator=uneven, per_device_train_batch_size=batch,
+                          gradient_accumulation_steps=accumulation, grpo_kwargs={"optim": "sgd"})[0]
+        for batch, accumulation in ((4, 1), (1, 4))
+    ]  # fmt: skip
+    assert runs[0].optimizer_steps == runs[1].optimizer_steps == 2
+    assert len({e.reward for e in runs[0].episodes}) > 1  # graded groups: the steps have a gradient
+    start = dict(build_tiny_policy(0).model.named_parameters())
+    moved = [torch.cat([(p.detach() - start[n]).flatten() for n, p in run.model.named_parameters()]) for run in runs]
+    assert moved[0].norm() > 0
+    assert (moved[0] - moved[1]).norm() < 1e-4 * moved[0].norm()  # plain SGD: a scaled loss would show
 
 
 def test_skipping_zero_advantage_steps_leaves_weights_and_moments_alone(tmp_path):
