@@ -30,6 +30,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -204,9 +205,7 @@ def group_signal(args: argparse.Namespace) -> Path:
     import numpy as np
     import torch
 
-    from genenv.agents.rollout import play_episodes
     from genenv.benchmarks.base import get_benchmark
-    from genenv.llm.engines.hf import HFEngine
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
 
@@ -234,17 +233,7 @@ def group_signal(args: argparse.Namespace) -> Path:
                 continue
             start = time.perf_counter()
             solved, entropies, lengths = [], [], []
-            for begin in range(0, len(tasks), args.chunk):
-                batch = play_episodes(
-                    adapter,
-                    [t for t in tasks[begin : begin + args.chunk] for _ in range(group)],
-                    policy.tokenizer,
-                    HFEngine(policy).generator(sampling, seed=args.seed + begin),
-                    eos_token_ids=[policy.tokenizer.eos_token_id],
-                    max_turns=2,
-                    max_completion_length=settings["max_completion_length"],
-                    few_shot=settings["few_shot"],
-                )
+            for batch in play_groups(adapter, policy, tasks, sampling, group=group, seed=args.seed, chunk=args.chunk):
                 solved.extend(float(r >= 1.0) for r in batch.rewards)
                 lengths.extend(sum(m) for m in batch.env_mask)
                 with torch.no_grad():
@@ -289,6 +278,25 @@ def group_signal(args: argparse.Namespace) -> Path:
     out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
     partial.unlink()
     return out
+
+
+def play_groups(adapter, policy, tasks: list, sampling, *, group: int, seed: int, chunk: int) -> Iterator[Any]:
+    """``group`` episodes of each task (``AGENT``'s turns, episode length and prompt) on HF, ``chunk`` tasks a batch
+    (a ``RolloutBatch`` each, its episodes in task order), the batch starting at task ``i`` seeded ``seed + i``."""
+    from genenv.agents.rollout import play_episodes
+    from genenv.llm.engines.hf import HFEngine
+
+    for begin in range(0, len(tasks), chunk):
+        yield play_episodes(
+            adapter,
+            [t for t in tasks[begin : begin + chunk] for _ in range(group)],
+            policy.tokenizer,
+            HFEngine(policy).generator(sampling, seed=seed + begin),
+            eos_token_ids=[policy.tokenizer.eos_token_id],
+            max_turns=AGENT["max_turns"],
+            max_completion_length=AGENT["max_completion_length"],
+            few_shot=AGENT["few_shot"],
+        )
 
 
 def _group_stats(solved) -> dict[str, float]:

@@ -119,6 +119,7 @@ def prefill(args: argparse.Namespace) -> None:
 
     from genenv.llm.engines.llamacpp import export_gguf
     from genenv.llm.engines.weights import merged_state_dict
+    from genenv.llm.generation import render_chat
     from genenv.llm.models import _default_cache_root, embedded_gguf_path
     from genenv.machine import load_average
     from genenv.train import compose_setup
@@ -132,8 +133,7 @@ def prefill(args: argparse.Namespace) -> None:
     prompts = []
     for _ in range(args.prompts):
         chat = simulator.messages(adapter, families[int(rng.integers(len(families)))], rng, None)
-        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
-        prompts.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+        prompts.append(tokenizer(render_chat(tokenizer, chat), add_special_tokens=False)["input_ids"])
     tokens = sum(len(p) for p in prompts)
     load_before = load_average()
     rows = []

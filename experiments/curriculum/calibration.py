@@ -73,26 +73,15 @@ def curriculum_for(args: argparse.Namespace, adapter: Any):
 
 
 def play(adapter: Any, policy: Any, tasks: list, args: argparse.Namespace, round_: int) -> list[float]:
-    """The frozen agent's G attempts at each task (rewards in task order, G per task), ``--chunk`` tasks a batch."""
-    from genenv.agents.rollout import play_episodes
-    from genenv.llm.engines.hf import HFEngine
+    """The frozen agent's G attempts at each task as the testbed plays them (rewards in task order, G per task)."""
+    from agent_learning import play_groups  # benchmarks/ is on sys.path (run)
+
     from genenv.llm.generation import SamplingConfig
 
-    rewards: list[float] = []
     sampling = SamplingConfig(args.max_new_tokens, args.temperature)
-    for begin in range(0, len(tasks), args.chunk):
-        batch = play_episodes(
-            adapter,
-            [t for t in tasks[begin : begin + args.chunk] for _ in range(args.group)],
-            policy.tokenizer,
-            HFEngine(policy).generator(sampling, seed=args.seed * 1000 + round_ * 100 + begin),
-            eos_token_ids=[policy.tokenizer.eos_token_id],
-            max_turns=2,
-            max_completion_length=320,
-            few_shot="none",
-        )
-        rewards.extend(float(r >= 1.0) for r in batch.rewards)
-    return rewards
+    seed = args.seed * 1000 + round_ * 100
+    batches = play_groups(adapter, policy, tasks, sampling, group=args.group, seed=seed, chunk=args.chunk)
+    return [float(r >= 1.0) for batch in batches for r in batch.rewards]
 
 
 def round_record(adapter: Any, tasks: list, rewards: list[float], group: int, metrics: dict[str, Any]) -> dict:
