@@ -222,7 +222,9 @@ def group_signal(args: argparse.Namespace) -> Path:
     suffix = f"-{args.tag}" if args.tag else ""
     out = RESULTS / "group_signal" / f"{args.model}-{args.answer_format}-s{args.seed}{suffix}.json"
     partial = out.with_suffix(".partial.json")
-    done = json.loads(partial.read_text()) if partial.exists() else {}
+    measured = {"tasks_per_level": args.tasks_per_level, "families": args.families, "warm_start": args.warm_start}
+    kept = resumed(partial, measured)
+    done = kept["done"]
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for temperature in args.temperature:
@@ -251,7 +253,7 @@ def group_signal(args: argparse.Namespace) -> Path:
                 "seconds": time.perf_counter() - start,
                 "load_average": load_average(),
             }
-            partial.write_text(json.dumps(done))
+            partial.write_text(json.dumps(kept))
             print(
                 json.dumps(
                     {"temperature": temperature, "key": key, **_group_stats(np.array(solved).reshape(-1, group))}
@@ -278,6 +280,20 @@ def group_signal(args: argparse.Namespace) -> Path:
     out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
     partial.unlink()
     return out
+
+
+def resumed(partial: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The keys an interrupted measurement kept in ``partial`` (``{"settings": ..., "done": ...}``), or a fresh record;
+    an error when they were measured with other ``settings``."""
+    if not partial.exists():
+        return {"settings": settings, "done": {}}
+    kept = json.loads(partial.read_text())
+    if kept.get("settings") != settings:
+        raise SystemExit(
+            f"{partial} holds keys measured with {kept.get('settings')}, not {settings}: "
+            "continue with those settings, choose another --tag, or delete the file"
+        )
+    return kept
 
 
 def play_groups(adapter, policy, tasks: list, sampling, *, group: int, seed: int, chunk: int) -> Iterator[Any]:

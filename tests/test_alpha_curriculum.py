@@ -191,6 +191,23 @@ def test_a_saved_curriculum_continues_where_it_stopped(adapter, tmp_path):
     assert original.stats.rates() == resumed.stats.rates()
 
 
+def test_a_save_cut_short_over_an_earlier_one_is_refused_on_load(adapter, tmp_path, monkeypatch):
+    """A kill while the RWR trainer is written over an earlier save must not pair new weights with the old state."""
+    simulator = ScriptedSimulator(REPLIES, "Calculator")
+    simulator._policy = build_tiny_policy(seed=1)
+    source = AlphaCurriculum(adapter, simulator, AlphaCurriculumConfig(rwr=RWRConfig(batch_size=2)))
+    source.save(tmp_path / "state")
+
+    def killed(directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(source.rwr_trainer, "save", killed)
+    with pytest.raises(KeyboardInterrupt):
+        source.save(tmp_path / "state")
+    with pytest.raises(FileNotFoundError, match="no complete curriculum state"):
+        source.load(tmp_path / "state")
+
+
 def test_an_unconditioned_curriculum_never_shows_the_agents_success(adapter):
     source = curriculum(adapter, conditioned=False)
     for _ in range(2):

@@ -243,9 +243,12 @@ class AlphaCurriculum:
     def save(self, directory: str | Path) -> Path:
         """Write everything a later :meth:`load` needs to continue exactly here: the success statistics, the tasks
         written and not yet handed out or reported, the outputs not yet rewarded, the RWR examples not yet trained on,
-        the sampling state and the RWR trainer (adapter and optimizer, under ``rwr/``). ``rewarded`` is not kept."""
+        the sampling state and the RWR trainer (adapter and optimizer, under ``rwr/``). ``rewarded`` is not kept.
+        The state file is written last and removed first: a folder that holds it is complete, also after a kill while
+        saving over an earlier save."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        (directory / _STATE_FILE).unlink(missing_ok=True)
         if self.rwr_trainer is not None:
             self.rwr_trainer.save(directory / "rwr")
         state = {
@@ -267,6 +270,11 @@ class AlphaCurriculum:
     def load(self, directory: str | Path) -> None:
         """Continue from a :meth:`save` of a curriculum with the same settings (and simulator weights' shape)."""
         directory = Path(directory)
+        if not (directory / _STATE_FILE).exists():
+            raise FileNotFoundError(
+                f"{directory} holds no complete curriculum state (no {_STATE_FILE}): "
+                "its save was cut short or it is not one"
+            )
         state = json.loads((directory / _STATE_FILE).read_text(encoding="utf-8"))
         if state.get("format") != _STATE_FORMAT:
             raise ValueError(f"unknown curriculum state format {state.get('format')!r} in {directory}")
