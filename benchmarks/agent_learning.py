@@ -206,6 +206,7 @@ def group_signal(args: argparse.Namespace) -> Path:
     import torch
 
     from genenv.benchmarks.base import get_benchmark
+    from genenv.checkpoints import write_atomic
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
 
@@ -253,7 +254,7 @@ def group_signal(args: argparse.Namespace) -> Path:
                 "seconds": time.perf_counter() - start,
                 "load_average": load_average(),
             }
-            partial.write_text(json.dumps(kept))
+            write_atomic(partial, json.dumps(kept))  # a kill while writing loses no finished key
             print(
                 json.dumps(
                     {"temperature": temperature, "key": key, **_group_stats(np.array(solved).reshape(-1, group))}

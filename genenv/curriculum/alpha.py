@@ -264,7 +264,7 @@ class AlphaCurriculum:
         }
         tmp = directory / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, directory / _STATE_FILE)  # a kill leaves the previous state whole
+        os.replace(tmp, directory / _STATE_FILE)  # never half-written: whole or absent
         return directory
 
     def load(self, directory: str | Path) -> None:
