@@ -25,3 +25,14 @@ def test_a_round_records_each_tasks_success_the_graded_share_and_the_levels():
     assert record["mean_distance"] == pytest.approx((0.25 + 0.5 + 0.25) / 3)
     assert record["mixed_groups"] == pytest.approx(2 / 3)
     assert record["levels"] == {"0": 1, "4": 2} and record["simulator"] is None
+
+
+def test_a_run_continues_only_rounds_made_with_its_settings(tmp_path):
+    calibration = load_script("experiments/curriculum/calibration.py")
+    log = tmp_path / "genenv-s0.jsonl"
+    assert calibration.finished_rounds(log, {"tasks": 64, "temperature": 1.0}) == []
+    log.write_text('{"round": 0, "tasks": 64, "temperature": 1.0}\n{"round": 1, "tasks": 64, "temperature": 1.0}\n')
+    assert [r["round"] for r in calibration.finished_rounds(log, {"tasks": 64, "temperature": 1.0})] == [0, 1]
+    with pytest.raises(SystemExit, match=r"round 0 was run with other settings.*temperature.*1\.0, 0\.7"):
+        calibration.finished_rounds(log, {"tasks": 64, "temperature": 0.7})
+    assert len(log.read_text().splitlines()) == 2  # refused, nothing lost

@@ -102,6 +102,19 @@ def round_record(adapter: Any, tasks: list, rewards: list[float], group: int, me
     }
 
 
+def finished_rounds(log: Path, settings: dict[str, Any]) -> list[dict]:
+    """The rounds ``log`` holds, refused (``SystemExit``) when one was run with other ``settings``."""
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    for record in done:
+        differing = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
+        if differing:
+            raise SystemExit(
+                f"{log} round {record['round']} was run with other settings (recorded, asked): {differing}; "
+                "continue with those settings or move the file away"
+            )
+    return done
+
+
 def run(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import agent_learning
@@ -111,7 +124,7 @@ def run(args: argparse.Namespace) -> None:
 
     name = f"{args.arm}-s{args.seed}"
     log, state = RESULTS / f"{name}.jsonl", state_root() / name
-    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    done = finished_rounds(log, {"tasks": args.tasks, "group": args.group, "temperature": args.temperature})
     adapter = get_benchmark(
         "reasoning_gym", families=FAMILIES, answer_format="worked", requests="families", train_per_level=64
     )
@@ -137,6 +150,8 @@ def run(args: argparse.Namespace) -> None:
             "arm": args.arm,
             "seed": args.seed,
             "round": round_,
+            "group": args.group,
+            "temperature": args.temperature,
             **round_record(adapter, tasks, rewards, args.group, metrics),
             "seconds": time.perf_counter() - start,
             "writing_seconds": written,
@@ -176,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--rounds", type=int, default=5)
     one.add_argument("--tasks", type=int, default=64, help="tasks written and played a round")
     one.add_argument("--group", type=int, default=8, help="the agent's attempts at each task (G)")
-    one.add_argument("--temperature", type=float, default=0.7, help="the agent's sampling temperature")
+    one.add_argument("--temperature", type=float, default=1.0, help="the agent's sampling temperature (the gate's)")
     one.add_argument("--max-new-tokens", type=int, default=128)
     one.add_argument("--chunk", type=int, default=10, help="tasks played in one batch")
     one.add_argument("--simulator-model", default="smollm2")
