@@ -111,6 +111,10 @@ class GenEnvConfig:
         validation_every: score the held-out tasks after every ``validation_every``-th epoch (epochs ``n-1``,
             ``2n-1``, ...) and after the last; the held-out score before training and after the warm start is always
             taken. Other epochs' metrics have an empty ``validation``.
+        validation_samples: episodes played of each held-out task; its score is their mean (1: one episode).
+        validation_temperature: the held-out episodes' sampling temperature (0: greedy, which needs
+            ``validation_samples=1``). The mean of several samples at the rollouts' temperature sees a shift of
+            probability that greedy scoring shows only when the top answer flips.
         alpha: target success rate of the alpha-curriculum reward.
         beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
         band_k: half-width of the difficulty band; batches outside it skip the simulator update.
@@ -163,6 +167,8 @@ class GenEnvConfig:
     validation_split: str | None = None
     validation_limit: int = 8
     validation_every: int = 1
+    validation_samples: int = 1
+    validation_temperature: float = 0.0
     alpha: float = 0.5
     beta: float = 10.0
     band_k: float = 0.4
@@ -187,12 +193,18 @@ class GenEnvConfig:
     def __post_init__(self) -> None:
         check_types(self, "coevolution")
         for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
-                     "simulator_max_new_tokens", "validation_every", "stats_window"):  # fmt: skip
+                     "simulator_max_new_tokens", "validation_every", "validation_samples", "stats_window"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"coevolution.{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("replay_tasks", "validation_limit", "beta", "band_k", "lam", "simulator_temperature"):
+        for name in ("replay_tasks", "validation_limit", "validation_temperature", "beta", "band_k", "lam",
+                     "simulator_temperature"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"coevolution.{name} must be >= 0, got {getattr(self, name)}")
+        if self.validation_samples > 1 and self.validation_temperature == 0:
+            raise ValueError(
+                f"coevolution.validation_samples={self.validation_samples} at validation_temperature 0 plays the "
+                "same greedy episode each time: set a temperature above 0 or validation_samples=1"
+            )
         if self.base_limit is not None and self.base_limit < 1:
             raise ValueError(f"coevolution.base_limit must be at least 1 or null, got {self.base_limit}")
         if self.static_pool_size is not None and self.static_pool_size < 1:
@@ -606,26 +618,30 @@ class CoEvolutionTrainer:
         return [tasks[int(i)] for i in order[: self.config.validation_limit]]
 
     def _validate(self) -> dict[str, Any]:
-        """The agent's greedy score on the fixed held-out tasks, scored by the adapter's ``reporting_adapter``
-        (API-Bank: official scoring even where training reads text leniently): its metrics and every task's score
-        (in task order, so stages of a run can be compared task by task)."""
+        """The agent's score on the fixed held-out tasks (greedy, or the mean of ``validation_samples`` episodes at
+        ``validation_temperature``), scored by the adapter's ``reporting_adapter`` (API-Bank: official scoring even
+        where training reads text leniently): its metrics and every task's score (in task order, so stages of a run
+        can be compared task by task)."""
         if not self.validation_tasks:
             return {}
+        k = self.config.validation_samples
         agent = Agent(
             self.agent_policy,
-            SamplingConfig(max_new_tokens=self.config.agent.max_new_tokens),
+            SamplingConfig(self.config.agent.max_new_tokens, self.config.validation_temperature),
             few_shot=self.config.agent.few_shot,
             engine=self._validation_engine_for_agent(),
         )
         summary, episodes = evaluate(
             self.adapter.reporting_adapter(),
             agent,
-            self.validation_tasks,
+            [task for task in self.validation_tasks for _ in range(k)],
             batch_size=8,
             max_turns=self.config.agent.max_turns,
             seed=self.config.seed,
         )
-        return {**summary["metrics"], "task_scores": [float(e.info.get("score", e.reward)) for e in episodes]}
+        scores = [float(e.info.get("score", e.reward)) for e in episodes]
+        task_scores = [sum(scores[i : i + k]) / k for i in range(0, len(scores), k)]
+        return {**summary["metrics"], "samples": k, "task_scores": task_scores}
 
     def _validation_engine_for_agent(self) -> Engine:
         """The agent's engine, in float32 when it is CTranslate2: greedy validation text then equals HF's (and

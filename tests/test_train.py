@@ -356,5 +356,26 @@ def test_lenient_training_is_validated_with_official_scoring(tmp_path, monkeypat
         return {"metrics": {"n": float(len(tasks))}}, []
 
     monkeypatch.setattr("genenv.coevolution.evaluate", evaluate)
-    assert trainer._validate() == {"n": 2.0, "task_scores": []}
+    assert trainer._validate() == {"n": 2.0, "samples": 1, "task_scores": []}
     assert [adapter.scoring.mode for adapter in used] == ["official"]
+
+
+def test_held_out_scored_as_the_mean_of_several_samples(tmp_path, monkeypatch):
+    """``validation_samples=3`` at ``validation_temperature=1.0``: each held-out task is played 3 times at that
+    temperature, in a row, and its score is the mean of the 3."""
+    trainer = CoEvolutionTrainer(tiny_config(tmp_path, validation_samples=3, validation_temperature=1.0))
+    held_out = trainer.validation_tasks
+    played = []
+
+    def evaluate(adapter, agent, tasks, **_):
+        played.append((agent.sampling.temperature, [t.task_id for t in tasks]))
+        rewards = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+        return {"metrics": {"n": 6.0}}, [Episode(t, Trajectory(), r, [], []) for t, r in zip(tasks, rewards)]
+
+    monkeypatch.setattr("genenv.coevolution.evaluate", evaluate)
+    scored = trainer._validate()
+    assert played == [(1.0, [t.task_id for t in held_out for _ in range(3)])]
+    assert scored["samples"] == 3 and scored["task_scores"] == pytest.approx([2 / 3, 1 / 3])
+    trainer.lock.release()
+    with pytest.raises(ValueError, match="validation_samples=3 at validation_temperature 0 plays the same greedy"):
+        tiny_config(tmp_path / "x", validation_samples=3)
