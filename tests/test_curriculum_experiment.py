@@ -91,7 +91,7 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
 
 
 @pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "reasoning_gym_expressions_t10",
-                                     "apibank", "apibank_learning"])  # fmt: skip
+                                     "reasoning_gym_worked", "apibank", "apibank_learning"])  # fmt: skip
 def test_every_testbed_composes_into_a_training_config(testbed):
     driver = load_script("experiments/curriculum/driver.py")
     config = driver.testbed_config(testbed)  # what the report reads alpha, the band, beta and the window from
@@ -110,6 +110,17 @@ def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_roll
     assert (old.agent.temperature, new.agent.temperature) == (0.6, 1.0)
     new.agent.temperature = old.agent.temperature
     assert new.to_dict() == old.to_dict()
+
+
+def test_the_worked_testbed_trains_the_agent_as_the_agent_learning_benchmark_does_at_the_gates_temperature():
+    driver = load_script("experiments/curriculum/driver.py")
+    agent_learning = load_script("benchmarks/agent_learning.py")
+    config = driver.testbed_config("reasoning_gym_worked")
+    settings = {**agent_learning.AGENT, "learning_rate": 1e-4, "temperature": 1.0}
+    assert {key: getattr(config.agent, key) for key in settings} == settings
+    assert config.adapter_options["requests"] == "families" and config.adapter_options["answer_format"] == "worked"
+    assert (config.validation_samples, config.validation_temperature) == (4, 1.0)
+    assert config.simulator_engine == "hf" and config.agent_model == config.simulator_model == "smollm2"
 
 
 def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(tmp_path):

@@ -36,7 +36,7 @@ from genenv.plot import integer_epoch_ticks, mix_group, save_figure  # noqa: E40
 __all__ = [
     "Run", "band_share", "difference", "family_success", "gain_over_warm_start", "held_out_curves",
     "in_band_by_curriculum", "in_band_tasks", "load_experiment", "mix_aim", "mix_aim_by_curriculum",
-    "mix_aim_per_epoch", "plot_experiment", "report",
+    "mix_aim_per_epoch", "paired_differences", "plot_experiment", "report",
 ]  # fmt: skip
 
 REFERENCE = "genenv"
@@ -124,7 +124,7 @@ def difference(runs: list[Run], other: str, reference: str = REFERENCE, seed: in
     diffs = [_task_differences(by_seed[(reference, s)][stage], by_seed[(other, s)][stage],
                                f"seed {s}, {stage}: {reference} and {other}") for s in seeds]  # fmt: skip
     return {"reference": reference, "other": other, "stage": stage, "seeds": seeds,
-            **_paired(diffs, np.random.default_rng(seed))}  # fmt: skip
+            **paired_differences(diffs, np.random.default_rng(seed))}  # fmt: skip
 
 
 def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dict[str, Any] | None:
@@ -142,7 +142,7 @@ def gain_over_warm_start(runs: list[Run], curriculum: str, seed: int = 0) -> dic
                                f"{curriculum} seed {s}: {epochs[-1]} and the warm start") for s in seeds]  # fmt: skip
     moved = {"down": int(sum((d < 0).sum() for d in diffs)), "up": int(sum((d > 0).sum() for d in diffs))}
     return {"curriculum": curriculum, "stage": epochs[-1], "seeds": seeds,
-            **_paired(diffs, np.random.default_rng(seed)), **moved}  # fmt: skip
+            **paired_differences(diffs, np.random.default_rng(seed)), **moved}  # fmt: skip
 
 
 def _task_differences(ours: list[float], theirs: list[float], what: str) -> np.ndarray:
@@ -152,9 +152,10 @@ def _task_differences(ours: list[float], theirs: list[float], what: str) -> np.n
     return np.asarray(ours) - np.asarray(theirs)
 
 
-def _paired(diffs: list[np.ndarray], rng: np.random.Generator) -> dict[str, Any]:
-    """The mean over seeds of per-task paired differences (one array per seed), with a 95% bootstrap interval that
-    resamples seeds, then tasks within each seed (``interval``), and one over seeds only (``interval_seeds``)."""
+def paired_differences(diffs: list[np.ndarray], rng: np.random.Generator) -> dict[str, Any]:
+    """The mean over seeds of paired differences (one array per seed: per task, or per epoch), with a 95% bootstrap
+    interval that resamples seeds, then the units within each seed (``interval``), and one over seeds only
+    (``interval_seeds``)."""
     seed_means = np.array([d.mean() for d in diffs])
     two_level = np.empty(BOOTSTRAP_SAMPLES)
     for b in range(BOOTSTRAP_SAMPLES):
@@ -528,7 +529,7 @@ def aim_lines(runs: list[Run], alpha: float, beta: float, stats_window: int) -> 
 
 
 def _paired_cells(paired: dict[str, Any]) -> str:
-    """Difference, both intervals and the per-seed differences of :func:`_paired` as Markdown cells."""
+    """Difference, both intervals and the per-seed differences of :func:`paired_differences` as Markdown cells."""
     (low, high), (s_low, s_high) = paired["interval"], paired["interval_seeds"]
     per_seed = ", ".join(f"{d:+.3f}" for d in paired["per_seed"])
     return f"{paired['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | [{s_low:+.3f}, {s_high:+.3f}] | {per_seed}"

@@ -194,6 +194,40 @@ TESTBEDS["reasoning_gym_expressions_t10"] = [
 ]
 
 
+#: The second curriculum test (results/reasoning_gym_worked/README.md): the embedded SmolLM2 writes its working, then
+#: <answer>; the simulator chooses family member and level (levels 0-4; no key drawn by the trainer, no level cap).
+#: Rollouts at 1.0, where the gate found success graded within keys (at 0.7 it was not); the agent update is
+#: benchmarks/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4); the simulator
+#: as in the calibration (hf, its RWR the library's). Held-out: 150 items, 10 per family and level, each scored as the
+#: mean of 4 episodes at 1.0, before training, after the warm start and after the last epoch.
+TESTBEDS["reasoning_gym_worked"] = [
+    "+bench=reasoning_gym",
+    "model=smollm2",
+    "coevolution.epochs=5",
+    "coevolution.tasks_per_epoch=32",
+    "coevolution.simulator_batch_size=8",
+    "coevolution.simulator_max_new_tokens=64",
+    "simulator.engine=hf",
+    "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
+    "bench.options.requests=families",
+    "bench.options.answer_format=worked",
+    "bench.options.validation_per_level=10",
+    "coevolution.validation_limit=150",
+    "coevolution.validation_every=5",
+    "coevolution.validation_samples=4",
+    "coevolution.validation_temperature=1.0",
+    "agent.num_generations=8",
+    "agent.temperature=1.0",
+    "agent.learning_rate=1e-4",
+    "agent.max_new_tokens=128",
+    "agent.max_completion_length=320",
+    "agent.max_turns=2",
+    "agent.per_device_train_batch_size=1",
+    "agent.gradient_accumulation_steps=32",
+    "agent.few_shot=none",
+]
+
+
 def testbed_config(testbed: str) -> GenEnvConfig:
     """The training config a GenEnv run of the testbed composes to (without ``--set`` overrides)."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
