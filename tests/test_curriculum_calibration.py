@@ -36,3 +36,13 @@ def test_a_run_continues_only_rounds_made_with_its_settings(tmp_path):
     with pytest.raises(SystemExit, match=r"round 0 was run with other settings.*temperature.*1\.0, 0\.7"):
         calibration.finished_rounds(log, {"tasks": 64, "temperature": 0.7})
     assert len(log.read_text().splitlines()) == 2  # refused, nothing lost
+
+
+def test_an_rwr_change_names_the_run_and_only_genenv_takes_one():
+    calibration = load_script("experiments/curriculum/calibration.py")
+    args = calibration.argparse.Namespace(arm="genenv", seed=0, rwr=["learning_rate=1e-3", "epochs=2"])
+    assert calibration.rwr_changes(args) == {"learning_rate": 1e-3, "epochs": 2}
+    assert calibration.run_name(args) == "genenv-s0-epochs2-learning_rate0.001"
+    assert calibration.run_name(calibration.argparse.Namespace(arm="random", seed=3, rwr=None)) == "random-s3"
+    with pytest.raises(SystemExit, match="only the genenv arm runs"):
+        calibration.rwr_changes(calibration.argparse.Namespace(arm="random", seed=0, rwr=["learning_rate=1e-3"]))

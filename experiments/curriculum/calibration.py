@@ -12,7 +12,11 @@ outputs inside the band. Arms (the same simulator and agent, the same seed):
 Per round: the share of written tasks whose success lies in [0.25, 0.75], the mean ``|p - alpha|`` and the level mix.
 
     python experiments/curriculum/calibration.py run --arm genenv --seed 0 --rounds 5 --tasks 64
+    python experiments/curriculum/calibration.py run --arm genenv --seed 0 --rwr learning_rate=1e-3   # a variant
     python experiments/curriculum/calibration.py report
+
+``--rwr KEY=VALUE`` changes a field of the simulator's :class:`~genenv.curriculum.rwr.RWRConfig` (``genenv`` only); the
+run's files then carry the change in their name (``genenv-s0-learning_rate0.001``), beside the library's settings.
 
 The testbed is ``reasoning_gym_worked`` (``results/reasoning_gym_worked/README.md``): SmolLM2-135M as agent (the
 warm start of ``benchmarks/agent_learning.py``, seed ``--seed``) and as simulator, reasoning-gym ``requests=families``
@@ -66,7 +70,7 @@ def curriculum_for(args: argparse.Namespace, adapter: Any):
         beta=BETA,
         band_k=BAND_K,
         conditioned=args.arm != "random",
-        rwr=RWRConfig(seed=args.seed) if args.arm == "genenv" else None,
+        rwr=RWRConfig(**{**rwr_changes(args), "seed": args.seed}) if args.arm == "genenv" else None,
         seed=args.seed,
     )
     return AlphaCurriculum(adapter, simulator, config)
@@ -102,6 +106,21 @@ def round_record(adapter: Any, tasks: list, rewards: list[float], group: int, me
     }
 
 
+def rwr_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--rwr KEY=VALUE`` changes to the library's RWR settings."""
+    from omegaconf import OmegaConf
+
+    changes = OmegaConf.to_container(OmegaConf.from_dotlist(args.rwr or []))
+    if changes and args.arm != "genenv":
+        raise SystemExit(f"--rwr changes the RWR update, which only the genenv arm runs (not {args.arm})")
+    return changes
+
+
+def run_name(args: argparse.Namespace) -> str:
+    """``<arm>-s<seed>``, followed by each RWR change (``-learning_rate0.001``)."""
+    return f"{args.arm}-s{args.seed}" + "".join(f"-{k}{v}" for k, v in sorted(rwr_changes(args).items()))
+
+
 def finished_rounds(log: Path, settings: dict[str, Any]) -> list[dict]:
     """The rounds ``log`` holds, refused (``SystemExit``) when one was run with other ``settings``."""
     done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
@@ -122,7 +141,7 @@ def run(args: argparse.Namespace) -> None:
     from genenv.benchmarks.base import get_benchmark
     from genenv.machine import load_average, peak_rss_mb
 
-    name = f"{args.arm}-s{args.seed}"
+    name = run_name(args)
     log, state = RESULTS / f"{name}.jsonl", state_root() / name
     done = finished_rounds(log, {"tasks": args.tasks, "group": args.group, "temperature": args.temperature})
     adapter = get_benchmark(
@@ -149,6 +168,7 @@ def run(args: argparse.Namespace) -> None:
         record = {
             "arm": args.arm,
             "seed": args.seed,
+            "rwr": rwr_changes(args),
             "round": round_,
             "group": args.group,
             "temperature": args.temperature,
@@ -172,8 +192,9 @@ def report(args: argparse.Namespace) -> None:
     for path in sorted(RESULTS.glob("*.jsonl")):
         for r in map(json.loads, path.read_text().splitlines()):
             levels = " / ".join(str(r["levels"].get(str(level), 0)) for level in range(5))
+            arm = " ".join([r["arm"], *(f"{k}={v}" for k, v in r.get("rwr", {}).items())])
             rows.append(
-                f"| {r['arm']} | {r['seed']} | {r['round']} | {r['tasks']} | {r['success']:.3f} | "
+                f"| {arm} | {r['seed']} | {r['round']} | {r['tasks']} | {r['success']:.3f} | "
                 f"{r['share_graded']:.3f} | {r['mean_distance']:.3f} | {levels} |"
             )
     text = "\n".join(rows) + "\n"
@@ -196,6 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--chunk", type=int, default=10, help="tasks played in one batch")
     one.add_argument("--simulator-model", default="smollm2")
     one.add_argument("--simulator-batch", type=int, default=8)
+    one.add_argument("--rwr", nargs="+", metavar="KEY=VALUE", help="changes to the RWR settings (genenv)")
     table = sub.add_parser("report", help="a markdown table of every arm, seed and round")
     table.add_argument("--output")
     args = parser.parse_args(argv)
