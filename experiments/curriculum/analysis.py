@@ -36,7 +36,7 @@ from genenv.plot import integer_epoch_ticks, mix_group, save_figure  # noqa: E40
 __all__ = [
     "Run", "band_share", "difference", "family_success", "gain_over_warm_start", "held_out_curves",
     "in_band_by_curriculum", "in_band_tasks", "load_experiment", "mix_aim", "mix_aim_by_curriculum",
-    "mix_aim_per_epoch", "paired_differences", "plot_experiment", "report",
+    "mix_aim_per_epoch", "paired_differences", "per_epoch_means", "plot_experiment", "report",
 ]  # fmt: skip
 
 REFERENCE = "genenv"
@@ -319,7 +319,7 @@ def mix_aim_by_curriculum(
     return out
 
 
-def _per_epoch(runs: list[Run], read: Any) -> dict[str, tuple[list[int], list[float]]]:
+def per_epoch_means(runs: list[Run], read: Any) -> dict[str, tuple[list[int], list[float]]]:
     """Per curriculum: epochs and the mean over seeds of ``read(metrics)`` (values that are ``None`` left out)."""
     out = {}
     for curriculum in sorted({r.curriculum for r in runs}):
@@ -368,7 +368,7 @@ def plot_experiment(
     paths.append(save_figure(fig, out / "held_out.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for curriculum, (epochs, values) in _per_epoch(runs, lambda m: m.get("p_hat")).items():
+    for curriculum, (epochs, values) in per_epoch_means(runs, lambda m: m.get("p_hat")).items():
         ax.plot(epochs, values, marker="o", label=curriculum)
     ax.axhspan(alpha - band_k, alpha + band_k, color="green", alpha=0.1, label=f"band {alpha} +/- {band_k}")
     ax.axhline(alpha, color="green", linestyle="--", linewidth=1)
@@ -395,13 +395,13 @@ def plot_experiment(
     paths.append(save_figure(fig, out / "level_mix.png"))
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for curriculum, (epochs, values) in _per_epoch(runs, lambda m: (m.get("simulator") or {}).get("kl")).items():
+    for curriculum, (epochs, values) in per_epoch_means(runs, lambda m: (m.get("simulator") or {}).get("kl")).items():
         if epochs:
             left.plot(epochs, values, marker="o", label=curriculum)
     left.set(title="Simulator KL to its initial policy", xlabel="epoch", ylabel="KL")
     for curriculum in curricula:
-        generated = _per_epoch([r for r in runs if r.curriculum == curriculum], lambda m: m.get("generated_tasks"))
-        scores = _per_epoch(
+        generated = per_epoch_means([r for r in runs if r.curriculum == curriculum], lambda m: m.get("generated_tasks"))
+        scores = per_epoch_means(
             [r for r in runs if r.curriculum == curriculum], lambda m: (m.get("validation") or {}).get("score")
         )
         x, y = dict(zip(*generated[curriculum])), dict(zip(*scores[curriculum]))

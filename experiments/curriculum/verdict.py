@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from analysis import Run, load_experiment, paired_differences  # this folder is on sys.path
+from analysis import Run, load_experiment, paired_differences, per_epoch_means  # this folder is on sys.path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALPHA = 0.5
@@ -101,14 +101,8 @@ def primary(runs: list[Run], reference: str = "genenv", other: str = "random", s
 def mechanism(runs: list[Run], reference: str = "genenv", other: str = "random", seed: int = 0) -> dict[str, Any]:
     """The written tasks' mean ``|p - alpha|`` per arm and epoch (mean over seeds), and ``reference - other`` over
     :data:`MECHANISM_EPOCHS` paired by seed and epoch (``None`` before any pair)."""
-    per_epoch: dict[str, dict[int, float]] = {}
-    for arm in sorted({r.curriculum for r in runs}):
-        values: dict[int, list[float]] = {}
-        for r in runs:
-            if r.curriculum == arm:
-                for m in r.metrics:
-                    values.setdefault(int(m["epoch"]), []).append(epoch_signal(m)["distance"])
-        per_epoch[arm] = {e: statistics.fmean(v) for e, v in sorted(values.items())}
+    means = per_epoch_means(runs, lambda m: epoch_signal(m)["distance"])
+    per_epoch = {arm: dict(zip(epochs, values)) for arm, (epochs, values) in means.items()}
     seeds, diffs = _epoch_differences(runs, "distance", MECHANISM_EPOCHS, reference, other)
     late = None
     if seeds:
@@ -206,10 +200,9 @@ def verdict(gate_passed: bool | None, first: dict[str, Any] | None, mech: dict[s
     return "inconclusive at this budget: the interval admits both no difference and the goal"
 
 
-def summarise(testbed: str, results: Path = RESULTS) -> dict[str, Any]:
-    """``summary.json``'s content for ``testbed``: gate, calibration, the arms, the three measures and the verdict."""
-    folder = results / testbed
-    runs = load_experiment((folder / "runs").glob("*.jsonl")) if (folder / "runs").exists() else []
+def summarise(folder: Path, runs: list[Run]) -> dict[str, Any]:
+    """``summary.json``'s content for the testbed's results ``folder`` and its ``runs``: gate, calibration, the arms,
+    the three measures and the verdict."""
     gate_file = folder / "gate-t10.json"
     gate = json.loads(gate_file.read_text())["rows"][0] if gate_file.exists() else {}
     cal = calibration(folder / "calibration")
@@ -239,23 +232,18 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
     from genenv.plot import save_figure
 
     figures = []
-    for name, measure, title in (
-        ("informative_share.png", "share", "tasks with mixed outcomes (informative groups)"),
-        ("written_success.png", "success", "written tasks' success (alpha dashed)"),
+    for name, read, title in (
+        ("informative_share.png", lambda m: epoch_signal(m)["share"], "tasks with mixed outcomes (informative groups)"),
+        (
+            "written_success.png",
+            lambda m: statistics.fmean(m["p_hat_per_task"]),
+            "written tasks' success (alpha dashed)",
+        ),
     ):
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        for arm in sorted({r.curriculum for r in runs}):
-            per_epoch: dict[int, list[float]] = {}
-            for r in runs:
-                if r.curriculum == arm:
-                    for m in r.metrics:
-                        value = (
-                            statistics.fmean(m["p_hat_per_task"]) if measure == "success" else epoch_signal(m)[measure]
-                        )
-                        per_epoch.setdefault(int(m["epoch"]), []).append(value)
-            epochs = sorted(per_epoch)
-            ax.plot(epochs, [statistics.fmean(per_epoch[e]) for e in epochs], marker="o", label=arm)
-        if measure == "success":
+        for arm, (epochs, values) in per_epoch_means(runs, read).items():
+            ax.plot(epochs, values, marker="o", label=arm)
+        if name == "written_success.png":
             ax.axhline(ALPHA, linestyle="--", color="gray")
         ax.set(xlabel="epoch", ylabel="mean over seeds", title=title)
         ax.legend()
@@ -280,9 +268,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results-root", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     folder = args.results_root / args.testbed
-    summary = summarise(args.testbed, args.results_root)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     runs = load_experiment((folder / "runs").glob("*.jsonl")) if (folder / "runs").exists() else []
+    summary = summarise(folder, runs)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     if runs:
         plot(runs, folder)
     print(json.dumps({k: summary[k] for k in ("gate", "primary", "secondary", "verdict")}, indent=1))
