@@ -121,6 +121,7 @@ def test_the_worked_testbed_trains_the_agent_as_the_agent_learning_benchmark_doe
     assert config.adapter_options["requests"] == "families" and config.adapter_options["answer_format"] == "worked"
     assert (config.validation_samples, config.validation_temperature) == (4, 1.0)
     assert config.simulator_engine == "hf" and config.agent_model == config.simulator_model == "smollm2"
+    assert config.rwr.learning_rate == 1e-3
 
 
 def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(tmp_path):
@@ -160,6 +161,11 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     random = tmp_path / "random-s0"
     assert driver.share_warm_start(random, 0, ["model=tiny", "curriculum=random"]) is None
     assert not random.exists()
+    other_rwr = tmp_path / "genenv-rwr-s0"  # the simulator's RWR settings act after the warm start
+    assert (
+        driver.share_warm_start(other_rwr, 0, ["model=qwen05", "curriculum=genenv", "rwr.learning_rate=1e-3"])
+        == "genenv-s0"
+    )
     assert driver.share_warm_start(random, 0, ["model=qwen05", "curriculum=random", "run_dir=/y"]) == "genenv-s0"
     state = json.loads((random / "checkpoints" / "warm-start" / "state.json").read_text())
     assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
