@@ -151,7 +151,8 @@ def secondary(
 
 def calibration(folder: Path) -> dict[str, Any]:
     """The simulator calibration's rounds per arm and seed, gate (c) from ``random``'s round 0, and whether RWR moved
-    the simulator by the written criterion (``None`` until every arm of seed 0 has rounds 3 and 4)."""
+    the simulator by the written criterion, for the library's RWR settings (``genenv-s0``) and each variant of them
+    (``genenv-s0-<change>``): ``None`` until it and both other arms of seed 0 have rounds 3 and 4."""
     arms: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(folder.glob("*-s*.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -166,14 +167,18 @@ def calibration(folder: Path) -> dict[str, Any]:
         rows = [r[key] for r in arms.get(name, []) if r["round"] in CALIBRATION_ROUNDS]
         return statistics.fmean(rows) if len(rows) == len(CALIBRATION_ROUNDS) else None
 
-    moved = None
-    share = {arm: late(f"{arm}-s0", "share_graded") for arm in ("random", "conditioned", "genenv")}
-    distance = {arm: late(f"{arm}-s0", "mean_distance") for arm in ("random", "conditioned", "genenv")}
-    if None not in share.values() and None not in distance.values():
-        others = ("random", "conditioned")
-        moved = all(share["genenv"] - share[o] >= CALIBRATION_MARGIN for o in others) and all(
-            distance["genenv"] < distance[o] for o in others
-        )
+    seed_0 = ["random-s0", "conditioned-s0", *sorted(name for name in arms if name.startswith("genenv-s0"))]
+    share = {name: late(name, "share_graded") for name in seed_0}
+    distance = {name: late(name, "mean_distance") for name in seed_0}
+    moved: dict[str, bool | None] = {}
+    for name in seed_0[2:]:
+        others = ("random-s0", "conditioned-s0")
+        known = None not in [share[n] for n in (name, *others)] + [distance[n] for n in (name, *others)]
+        moved[name] = None
+        if known:
+            moved[name] = all(share[name] - share[o] >= CALIBRATION_MARGIN for o in others) and all(
+                distance[name] < distance[o] for o in others
+            )
     return {
         "rounds": arms,
         "c_off_target": off_target,
