@@ -73,25 +73,25 @@ def test_secondary_is_the_gain_per_thousand_episodes_on_the_frontier_items_of_th
 def test_calibration_reads_gate_c_from_random_round_0_and_the_rwr_criterion_from_rounds_3_and_4(tmp_path):
     verdict = load_script("experiments/curriculum/verdict.py")
 
-    def write(arm: str, shares: list[float], distances: list[float], success: float = 0.15, name: str = "") -> None:
+    def write(name: str, shares: list[float], distances: list[float], success: float = 0.15) -> None:
         rows = [
             {"round": r, "success": success, "share_graded": s, "mean_distance": d, "levels": {}}
             for r, (s, d) in enumerate(zip(shares, distances))
         ]
-        (tmp_path / f"{name or f'{arm}-s0'}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    write("random", [0.1] * 5, [0.4] * 5)
-    write("conditioned", [0.15] * 5, [0.38] * 5)
-    write("genenv", [0.1, 0.15, 0.2, 0.3, 0.3], [0.4, 0.35, 0.3, 0.25, 0.25])
-    write("genenv", [0.1, 0.1, 0.1, 0.2, 0.2], [0.4] * 5, name="genenv-s0-learning_rate0.001")
+    write("random-s0", [0.1] * 5, [0.4] * 5)
+    write("conditioned-s0", [0.15] * 5, [0.38] * 5)
+    write("genenv-s0", [0.1, 0.15, 0.2, 0.3, 0.3], [0.4, 0.35, 0.3, 0.25, 0.25])
+    write("genenv-s0-learning_rate0.001", [0.1, 0.1, 0.1, 0.2, 0.2], [0.4] * 5)
     cal = verdict.calibration(tmp_path)
     assert cal["c_off_target"] and cal["rwr_moves_simulator"] == {  # 0.3 - 0.15 >= 0.10, 0.25 < 0.38
         "genenv-s0": True,
         "genenv-s0-learning_rate0.001": False,  # 0.2 - 0.15 < 0.10
     }
-    write("conditioned", [0.25] * 5, [0.3] * 5)
+    write("conditioned-s0", [0.25] * 5, [0.3] * 5)
     assert verdict.calibration(tmp_path)["rwr_moves_simulator"]["genenv-s0"] is False  # 0.3 - 0.25 < 0.10
-    write("random", [0.1] * 4, [0.4] * 4, success=0.4)
+    write("random-s0", [0.1] * 4, [0.4] * 4, success=0.4)
     cal = verdict.calibration(tmp_path)
     assert cal["c_off_target"] is False and cal["rwr_moves_simulator"]["genenv-s0"] is None  # random lacks round 4
 

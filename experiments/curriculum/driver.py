@@ -198,10 +198,10 @@ TESTBEDS["reasoning_gym_expressions_t10"] = [
 #: <answer>; the simulator chooses family member and level (levels 0-4; no key drawn by the trainer, no level cap).
 #: Rollouts at 1.0, where the gate found success graded within keys (at 0.7 it was not); the agent update is
 #: benchmarks/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4); the simulator
-#: as in the calibration (hf). Held-out: 150 items, 10 per family and level, each scored as the
-#: mean of 4 episodes at 1.0, before training, after the warm start and after the last epoch. The simulator's RWR
-#: steps at lr 1e-3: at the library's 1e-4 the calibration's simulator stayed where it began (its KL a sixth of the
-#: cap after 5 updates), at 1e-3 it moved off the level it could not solve (results/reasoning_gym_worked/README.md).
+#: as in the calibration (hf). Held-out: 150 items, 10 per family and level, each scored as the mean of 4 episodes at
+#: 1.0, before training, after the warm start and after the last epoch. The simulator's RWR steps at lr 1e-3: at the
+#: library's 1e-4 the calibration's simulator stayed where it began (its KL a sixth of the cap after 5 updates), at
+#: 1e-3 it moved off the level it could not solve (results/reasoning_gym_worked/README.md).
 TESTBEDS["reasoning_gym_worked"] = [
     "+bench=reasoning_gym",
     "model=smollm2",

@@ -167,23 +167,21 @@ def calibration(folder: Path) -> dict[str, Any]:
         rows = [r[key] for r in arms.get(name, []) if r["round"] in CALIBRATION_ROUNDS]
         return statistics.fmean(rows) if len(rows) == len(CALIBRATION_ROUNDS) else None
 
-    seed_0 = ["random-s0", "conditioned-s0", *sorted(name for name in arms if name.startswith("genenv-s0"))]
-    share = {name: late(name, "share_graded") for name in seed_0}
-    distance = {name: late(name, "mean_distance") for name in seed_0}
-    moved: dict[str, bool | None] = {}
-    for name in seed_0[2:]:
-        others = ("random-s0", "conditioned-s0")
-        known = None not in [share[n] for n in (name, *others)] + [distance[n] for n in (name, *others)]
-        moved[name] = None
-        if known:
-            moved[name] = all(share[name] - share[o] >= CALIBRATION_MARGIN for o in others) and all(
-                distance[name] < distance[o] for o in others
-            )
+    others = ("random-s0", "conditioned-s0")
+    genenv = sorted(name for name in arms if name == "genenv-s0" or name.startswith("genenv-s0-"))
+    share = {name: late(name, "share_graded") for name in (*others, *genenv)}
+    distance = {name: late(name, "mean_distance") for name in (*others, *genenv)}
+
+    def moved(name: str) -> bool | None:
+        if None in [share[n] for n in (name, *others)] + [distance[n] for n in (name, *others)]:
+            return None
+        return all(share[name] - share[o] >= CALIBRATION_MARGIN and distance[name] < distance[o] for o in others)
+
     return {
         "rounds": arms,
         "c_off_target": off_target,
         "rounds_3_4": {"share_graded": share, "mean_distance": distance},
-        "rwr_moves_simulator": moved,
+        "rwr_moves_simulator": {name: moved(name) for name in genenv},
     }
 
 
