@@ -171,6 +171,21 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
     assert state["seconds"] == 0.0 and state["metrics"]["warm_start_shared_from"] == "genenv-s0"
 
 
+def test_a_warm_start_kept_with_the_simulators_settings_is_shared(tmp_path):
+    """A copy whose stored settings still list rwr.* (kept before the filter dropped them) serves every curriculum."""
+    driver = load_script("experiments/curriculum/driver.py")
+    copy = tmp_path / "warm-start-s0" / "checkpoints" / "warm-start"
+    copy.mkdir(parents=True)
+    settings = ["model=qwen05", "rwr.seed=0"]
+    copy.joinpath("state.json").write_text(
+        json.dumps({"metrics": {"warm_start_shared_from": "random-s0"}, "settings": settings})
+    )
+    genenv = tmp_path / "genenv-s0"
+    overrides = ["model=qwen05", "curriculum=genenv", "rwr.seed=0", "rwr.learning_rate=1e-3"]
+    assert driver.share_warm_start(genenv, 0, overrides) == "random-s0"
+    assert driver.share_warm_start(tmp_path / "static-s0", 0, ["model=tiny", "rwr.seed=0"]) is None
+
+
 def _pool_run(run_dir, overrides, epoch_recorded=True, batches=1):
     (run_dir / ".hydra").mkdir(parents=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))

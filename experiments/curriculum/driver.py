@@ -326,7 +326,8 @@ def share_warm_start(run_dir: Path, seed: int, overrides: list[str]) -> str | No
         return None
     state = json.loads(copy.read_text(encoding="utf-8"))
     source = state["metrics"]["warm_start_shared_from"]
-    if state["settings"] != warm_start_settings(overrides):
+    # the stored list goes through today's filter too: a copy kept while the filter still counted rwr.* is shared
+    if warm_start_settings(state["settings"]) != warm_start_settings(overrides):
         print(f"{run_dir.name}: not sharing {source}'s warm start (other settings); it does its own", flush=True)
         return None
     shutil.copytree(copy.parent, run_dir / CHECKPOINTS / WARM_START)
