@@ -7,12 +7,17 @@
     # one setting over its seeds: the mean rise, its intervals and the verdict of the criteria in results/README.md
     python benchmarks/agent_learning.py summary NAME --output benchmarks/results/agent_learning/summary.json
 
-No simulator: GRPO plays tasks of reasoning-gym's ``train`` split (the base data), so what is measured is the agent's
-update alone. The warm start (SFT on ``--warm-start`` expert traces of the same split) is computed once per model,
-seed, answer format and LoRA shape and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git);
-runs of one seed start from the very same weights, so their held-out scores are paired item by item. A run stops
-after the optimizer step in which it has played ``--episodes`` episodes (dynamic sampling's refills count), and
-writes ``runs/<NAME>-s<SEED>.json`` beside this file's results: the settings, every held-out item's score before and
+No simulator: GRPO plays tasks of the benchmark's ``train`` split (the base data), so what is measured is the agent's
+update alone. ``--bench reasoning_gym`` (the default) scores the ``validation`` split's items, ``--held-out-per-level``
+per family and level; ``--bench apibank`` scores the API-Bank learning run's held-out samples (the first
+``--held-out-limit`` level-1 API samples in the order ``genenv.coevolution.held_out_tasks`` fixes, 100 by default:
+``experiments/curriculum/results/apibank_learning``) with the official scoring, and trains on the expert traces and
+tasks of API-Bank's training split (``--model qwen05`` there, as in that run). The warm start (SFT on
+``--warm-start`` expert traces of the same split) is computed once per benchmark, model, seed, answer format and LoRA
+shape and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git); runs of one seed start from the
+very same weights, so their held-out scores are paired item by item. A run stops after the optimizer step in which it
+has played ``--episodes`` episodes (dynamic sampling's refills count), and writes ``<NAME>-s<SEED>.json`` into
+``--runs-dir`` (default: ``runs/`` beside this file's results): the settings, every held-out item's score before and
 after (and every ``--eval-every`` episodes), the agent's metrics per step group, seconds, peak RSS and the load
 average.
 
@@ -56,12 +61,34 @@ AGENT = {
     "few_shot": "none",
 }
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
+#: per ``--bench``: the held-out split, and the benchmark's episode settings over AGENT's (API-Bank's are the learning
+#: run's: four turns, as configs/bench/apibank.yaml, 192 new tokens a turn with 512 in all, and the benchmark's own
+#: worked exchange before each request, as configs/model/qwen05.yaml shows it)
+BENCHES: dict[str, dict[str, Any]] = {
+    "reasoning_gym": {"held_out": "validation", "agent": {}},
+    "apibank": {
+        "held_out": "level-1-api",
+        "agent": {"max_turns": 4, "max_new_tokens": 192, "max_completion_length": 512, "few_shot": "own"},
+    },
+}
 
 
 def state_root() -> Path:
     from genenv.run_archive import state_dir
 
     return state_dir() / "agent_learning"
+
+
+def settings_of(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The agent settings of a run: AGENT, the benchmark's episode settings, then ``--set agent.*``."""
+    return {**AGENT, **BENCHES[args.bench]["agent"], **overrides.get("agent", {})}
+
+
+def held_out_name(args: argparse.Namespace) -> str:
+    """What identifies a run's held-out items within its warm start's folder."""
+    if args.bench == "reasoning_gym":
+        return str(args.held_out_per_level)
+    return f"{BENCHES[args.bench]['held_out']}-{args.held_out_limit}"
 
 
 def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
@@ -75,12 +102,15 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     from genenv.envs.expert import expert_conversation
     from genenv.llm.models import load_policy
 
-    adapter = get_benchmark(
-        "reasoning_gym",
-        families=FAMILIES,
-        answer_format=args.answer_format,
-        validation_per_level=args.held_out_per_level,
-    )
+    if args.bench == "reasoning_gym":
+        adapter = get_benchmark(
+            "reasoning_gym",
+            families=FAMILIES,
+            answer_format=args.answer_format,
+            validation_per_level=args.held_out_per_level,
+        )
+    else:
+        adapter = get_benchmark(args.bench)
     torch.manual_seed(args.seed)
     policy = load_policy(args.model, device="cpu", seed=args.seed)
     config = GRPOAgentConfig(**{**agent_settings, "seed": args.seed, "output_dir": str(state_root() / "trl")})
@@ -89,7 +119,8 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     lora = "-".join(
         str(agent_settings[k]) if k != "lora_target_modules" else str(len(agent_settings[k])) for k in LORA_KEYS
     ) + (f"-d{lora_dropout}" if lora_dropout else "")
-    folder = state_root() / f"warm-{args.model}-{args.answer_format}-n{args.warm_start}-lora{lora}-s{args.seed}"
+    data = args.answer_format if args.bench == "reasoning_gym" else args.bench
+    folder = state_root() / f"warm-{args.model}-{data}-n{args.warm_start}-lora{lora}-s{args.seed}"
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
     else:
@@ -109,12 +140,19 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
 
 
 def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
-    """Per held-out item: solved (1/0) greedily, or the mean of 4 episodes at ``temperature`` (``--eval``)."""
+    """Per held-out item: solved (1/0) greedily, or the mean of 4 episodes at ``temperature`` (``--eval``), as the
+    benchmark's reported score counts it (``reporting_adapter``: API-Bank's official scoring)."""
     from genenv.agents.agent import Agent
+    from genenv.coevolution import held_out_tasks
     from genenv.evaluate import evaluate
     from genenv.llm.generation import SamplingConfig
 
-    tasks = adapter.load_tasks("validation")
+    split = BENCHES[args.bench]["held_out"]
+    tasks = (
+        adapter.load_tasks(split)
+        if args.bench == "reasoning_gym"
+        else held_out_tasks(adapter, split, args.held_out_limit)
+    )
     k, temp = (1, 0.0) if args.eval == "greedy" else (4, temperature)
     agent = Agent(
         policy,
@@ -123,8 +161,11 @@ def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
         engine=trainer.engine,
     )
     repeated = [t for t in tasks for _ in range(k)]
-    _, episodes = evaluate(adapter, agent, repeated, batch_size=32, max_turns=2, seed=args.seed, progress=False)
-    scores = [float(e.reward >= 1.0) for e in episodes]
+    max_turns = trainer.config.max_turns
+    _, episodes = evaluate(
+        adapter.reporting_adapter(), agent, repeated, batch_size=32, max_turns=max_turns, seed=args.seed, progress=False
+    )
+    scores = [float(e.info.get("score", e.reward) >= 1.0) for e in episodes]
     return [statistics.fmean(scores[i * k : (i + 1) * k]) for i in range(len(tasks))]
 
 
@@ -134,15 +175,15 @@ def run(args: argparse.Namespace) -> Path:
     from genenv.machine import load_average, peak_rss_mb
 
     overrides = OmegaConf.to_container(OmegaConf.from_dotlist(args.set or []))
-    settings = {**AGENT, **overrides.get("agent", {})}
-    out = RESULTS / "runs" / f"{args.name}-s{args.seed}.json"
+    settings = settings_of(args, overrides)
+    out = args.runs_dir / f"{args.name}-s{args.seed}.json"
     if out.exists():
         raise SystemExit(f"{out} exists: choose another name")
     start = time.perf_counter()
     adapter, policy, trainer, warm = build(args, settings)
     temperature = settings["temperature"] if args.eval_temperature is None else args.eval_temperature
     scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
-    cache = warm / f"held_out-{args.eval}{scored_at}-{args.held_out_per_level}.json"
+    cache = warm / f"held_out-{args.eval}{scored_at}-{held_out_name(args)}.json"
     if cache.exists():
         before = json.loads(cache.read_text())
     else:
@@ -170,8 +211,9 @@ def run(args: argparse.Namespace) -> Path:
     result = {
         "name": args.name,
         "seed": args.seed,
+        "bench": args.bench,
         "model": args.model,
-        "answer_format": args.answer_format,
+        "answer_format": args.answer_format if args.bench == "reasoning_gym" else None,
         "warm_start_examples": args.warm_start,
         "eval": args.eval,
         "eval_temperature": None if args.eval == "greedy" else temperature,
@@ -376,11 +418,15 @@ def verdict(rises: list[float], low: float, high: float, mean: float) -> str:
 
 
 def summary(args: argparse.Namespace) -> None:
-    runs = [json.loads(p.read_text()) for p in sorted((RESULTS / "runs").glob(f"{args.name}-s*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted(args.runs_dir.glob(f"{args.name}-s*.json"))]
     if len(runs) < 2:
         raise SystemExit(f"summary needs at least 2 seeds of {args.name!r}, found {len(runs)}")
     settings = {
-        json.dumps([r["overrides"], r["eval"], r.get("eval_temperature"), r["model"]], sort_keys=True) for r in runs
+        json.dumps(
+            [r["overrides"], r["eval"], r.get("eval_temperature"), r["model"], r.get("bench", "reasoning_gym")],
+            sort_keys=True,
+        )
+        for r in runs
     }
     if len(settings) > 1 or len({len(r["held_out_before"]) for r in runs}) > 1:
         raise SystemExit(f"the runs of {args.name!r} differ in settings or held-out items: not one setting")
@@ -407,6 +453,7 @@ def summary(args: argparse.Namespace) -> None:
     first = runs[0]
     result = {
         "name": args.name,
+        "bench": first.get("bench", "reasoning_gym"),
         "model": first["model"],
         "seeds": [r["seed"] for r in runs],
         "episodes": first["episodes"],
@@ -431,7 +478,7 @@ def report(args: argparse.Namespace) -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in args.names:
-        for path in sorted((RESULTS / "runs").glob(f"{name}-s*.json")):
+        for path in sorted(args.runs_dir.glob(f"{name}-s*.json")):
             r = json.loads(path.read_text())
             rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
             settings = ", ".join(f"{k}={v}" for k, v in (r["overrides"].get("agent") or {}).items()) or "defaults"
@@ -455,17 +502,21 @@ def main(argv: list[str] | None = None) -> None:
     one = sub.add_parser("run", help="warm start (shared), GRPO, held-out before and after")
     one.add_argument("name")
     one.add_argument("--seed", type=int, default=0)
+    one.add_argument("--bench", default="reasoning_gym", choices=sorted(BENCHES))
     one.add_argument("--model", default="smollm2")
     one.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
     one.add_argument("--warm-start", type=int, default=128, help="expert traces of the warm start")
     one.add_argument("--episodes", type=int, default=512, help="GRPO episodes to play (refills included)")
     one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
-    one.add_argument("--held-out-per-level", type=int, default=16, help="held-out items per family and level")
+    one.add_argument("--held-out-per-level", type=int, default=16, help="reasoning_gym: held-out items per key")
+    one.add_argument("--held-out-limit", type=int, default=100, help="apibank: held-out level-1 API samples")
     one.add_argument("--eval", default="greedy", choices=("greedy", "mean4"))
     one.add_argument("--eval-temperature", type=float, help="mean4's sampling temperature (default: the rollouts')")
     one.add_argument("--eval-every", type=int, help="also score the held-out items after every this many episodes")
     one.add_argument("--set", nargs="*", help="overrides, e.g. agent.learning_rate=1e-4")
+    one.add_argument("--runs-dir", type=Path, default=RESULTS / "runs", help="where the run's result is written")
     signal = sub.add_parser("signal", help="mixed groups, within-task correlation and token entropy of the warm start")
+    signal.set_defaults(bench="reasoning_gym")  # the measurement reads reasoning-gym's families and levels
     signal.add_argument("--seed", type=int, default=0)
     signal.add_argument("--model", default="smollm2")
     signal.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
@@ -478,9 +529,11 @@ def main(argv: list[str] | None = None) -> None:
     signal.add_argument("--chunk", type=int, default=10, help="tasks played in one batch (x G episodes)")
     table = sub.add_parser("report", help="a markdown table of runs")
     table.add_argument("names", nargs="+")
+    table.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     table.add_argument("--output")
     pooled = sub.add_parser("summary", help="one setting over its seeds: mean rise, intervals, verdict (JSON)")
     pooled.add_argument("name")
+    pooled.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     pooled.add_argument("--output")
     args = parser.parse_args(argv)
     {"run": run, "signal": group_signal, "report": report, "summary": summary}[args.command](args)

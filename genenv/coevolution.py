@@ -240,6 +240,14 @@ class GenEnvConfig:
         )
 
 
+def held_out_tasks(adapter: BenchmarkAdapter, split: str, limit: int | None) -> list[Task]:
+    """The first ``limit`` (``None``: all) of ``split``'s tasks in an order fixed by :data:`VALIDATION_SEED`: the same
+    held-out tasks for every seed and every run."""
+    tasks = adapter.load_tasks(split)
+    order = np.random.default_rng(VALIDATION_SEED).permutation(len(tasks))
+    return [tasks[int(i)] for i in order[:limit]]
+
+
 class CoEvolutionTrainer:
     """Runs GenEnv epochs with checkpoints; ``resume=True`` continues from the last complete one."""
 
@@ -613,9 +621,7 @@ class CoEvolutionTrainer:
     def _validation_tasks(self) -> list[Task]:
         if not self.config.validation_split or self.config.validation_limit == 0:
             return []
-        tasks = self.adapter.load_tasks(self.config.validation_split)
-        order = np.random.default_rng(VALIDATION_SEED).permutation(len(tasks))  # the same tasks for every seed
-        return [tasks[int(i)] for i in order[: self.config.validation_limit]]
+        return held_out_tasks(self.adapter, self.config.validation_split, self.config.validation_limit)
 
     def _validate(self) -> dict[str, Any]:
         """The agent's score on the fixed held-out tasks (greedy, or the mean of ``validation_samples`` episodes at
