@@ -19,7 +19,9 @@ very same weights, so their held-out scores are paired item by item. A run stops
 has played ``--episodes`` episodes (dynamic sampling's refills count), and writes ``<NAME>-s<SEED>.json`` into
 ``--runs-dir`` (default: ``runs/`` beside this file's results): the settings, every held-out item's score before and
 after (and every ``--eval-every`` episodes), the agent's metrics per step group, seconds, peak RSS and the load
-average.
+average. After every step group the run keeps its adapter, optimizer and progress under
+``$GENENV_STATE_DIR/agent_learning/runs/<NAME>-s<SEED>``: started again with the same arguments, a killed run
+continues from its last group (its result counts the resumes); the folder goes once the result is written.
 
 Held-out scoring: ``--eval greedy`` (one greedy episode per item) or ``--eval mean4`` (the mean of 4 episodes at
 ``--eval-temperature``, by default the rollouts' temperature: less noisy, and it sees a shift of probability that has
@@ -169,9 +171,56 @@ def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
     return [statistics.fmean(scores[i * k : (i + 1) * k]) for i in range(len(tasks))]
 
 
+#: the files of a run's kept progress (``progress_folder``): the trainer as ``GRPOAgentTrainer.save`` writes it, and
+#: the run's counters and records, written last (a folder without it is incomplete)
+TRAINER, PROGRESS = "trainer", "progress.json"
+
+
+def progress_folder(args: argparse.Namespace) -> Path:
+    """Where a run keeps its progress while it trains (run state, never in git)."""
+    return state_root() / "runs" / f"{args.name}-s{args.seed}"
+
+
+def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments a continued run must share with the run it continues (all but where the result goes)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in sorted(vars(args).items()) if k != "runs_dir"}
+
+
+def keep_progress(folder: Path, trainer: Any, progress: dict[str, Any]) -> None:
+    """Replace the kept progress by ``trainer`` and ``progress``: written beside it, then swapped in, so a kill at
+    any moment leaves one complete copy (``kept_progress`` picks it)."""
+    import shutil
+
+    fresh = folder.with_name(folder.name + ".new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    trainer.save(fresh / TRAINER)
+    (fresh / PROGRESS).write_text(json.dumps(progress))
+    shutil.rmtree(folder, ignore_errors=True)
+    fresh.rename(folder)
+
+
+def kept_progress(folder: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The progress a killed run kept (``None``: none), after checking it was made with the same arguments."""
+    fresh = folder.with_name(folder.name + ".new")
+    if not (folder / PROGRESS).exists() and (fresh / PROGRESS).exists():  # killed between the two renames
+        fresh.rename(folder)
+    if not (folder / PROGRESS).exists():
+        return None
+    progress = json.loads((folder / PROGRESS).read_text())
+    if progress["arguments"] != arguments:
+        raise SystemExit(
+            f"{folder} holds a run begun with other arguments ({progress['arguments']}): start it with those, "
+            "choose another name, or delete the folder"
+        )
+    return progress
+
+
 def run(args: argparse.Namespace) -> Path:
+    import shutil
+
     from omegaconf import OmegaConf
 
+    from genenv.checkpoints import write_atomic
     from genenv.machine import load_average, peak_rss_mb
 
     overrides = OmegaConf.to_container(OmegaConf.from_dotlist(args.set or []))
@@ -188,11 +237,22 @@ def run(args: argparse.Namespace) -> Path:
         before = json.loads(cache.read_text())
     else:
         before = held_out(adapter, policy, trainer, args, temperature)
-        cache.write_text(json.dumps(before))
+        write_atomic(cache, json.dumps(before))
     tasks = adapter.load_tasks("train")
     random.Random(1000 + args.seed).shuffle(tasks)
     per_step = trainer.grpo_config.generation_batch_size
-    blocks, played, train_seconds, cursor, during = [], 0, 0.0, 0, []
+    folder, arguments = progress_folder(args), run_arguments(args)
+    progress = kept_progress(folder, arguments)
+    if progress is None:
+        progress = {"arguments": arguments, "played": 0, "cursor": 0, "train_seconds": 0.0, "seconds": 0.0}
+        progress |= {"blocks": [], "during": [], "resumes": 0}
+    else:
+        trainer.load(folder / TRAINER)
+        progress["resumes"] += 1
+        print(f"{folder}: continues after {progress['played']} episodes", flush=True)
+    blocks, during = progress["blocks"], progress["during"]
+    earlier = progress["seconds"]  # the wall time of the processes before this one, up to what they kept
+    played, cursor, train_seconds = progress["played"], progress["cursor"], progress["train_seconds"]
     while played < args.episodes:
         if args.eval_every and played >= args.eval_every * (len(during) + 1):
             during.append({"played": played, "scores": held_out(adapter, policy, trainer, args, temperature)})
@@ -204,6 +264,8 @@ def run(args: argparse.Namespace) -> Path:
         played += len(trainer.episodes)
         train_seconds += metrics["train_time"]
         blocks.append({k: v for k, v in metrics.items() if not k.startswith("trl/")} | {"played": played})
+        counters = {"played": played, "cursor": cursor, "train_seconds": train_seconds}
+        keep_progress(folder, trainer, progress | counters | {"seconds": earlier + time.perf_counter() - start})
         print(
             json.dumps({"played": played, "reward": metrics["reward"], "step_time": metrics["step_time"]}), flush=True
         )
@@ -227,13 +289,15 @@ def run(args: argparse.Namespace) -> Path:
         "blocks": blocks,
         "seconds_per_step": train_seconds / max(trainer.optimizer_steps, 1),
         "train_seconds": train_seconds,
-        "wall_seconds": time.perf_counter() - start,
+        "wall_seconds": earlier + time.perf_counter() - start,
+        "resumes": progress["resumes"],
         "peak_rss_mb": peak_rss_mb(),
         "load_average": load_average(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    write_atomic(out, json.dumps(result, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
     print(f"{out}: held-out {statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}")
     return out
 

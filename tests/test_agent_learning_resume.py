@@ -1,4 +1,5 @@
-"""benchmarks/agent_learning.py: an interrupted signal measurement continues only with the settings it began with."""
+"""benchmarks/agent_learning.py: an interrupted signal measurement or run continues only with the settings it began
+with."""
 
 from __future__ import annotations
 
@@ -26,3 +27,53 @@ def test_keys_kept_under_other_settings_are_refused_and_left_in_place(tmp_path):
     with pytest.raises(SystemExit, match="tasks_per_level': 8"):
         module.resumed(partial, SETTINGS)
     assert json.loads(partial.read_text())["done"] == {"1.0": {}}
+
+
+TINY_RUN = [
+    "--model", "tiny", "--warm-start", "2", "--episodes", "6", "--steps-per-call", "1", "--held-out-per-level", "1",
+    "--set", "agent.num_generations=2", "agent.gradient_accumulation_steps=2", "agent.max_new_tokens=8",
+    "agent.max_completion_length=32",
+]  # fmt: skip
+
+
+def test_a_run_killed_during_grpo_continues_from_its_last_step_group(tmp_path, monkeypatch, one_torch_thread):
+    from genenv.agents.grpo import GRPOAgentTrainer
+
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    runs = tmp_path / "runs"
+    module.main(["run", "whole", "--runs-dir", str(runs), *TINY_RUN])
+
+    train, calls = GRPOAgentTrainer.train, []
+
+    def killed_on_the_third_group(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return train(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_the_third_group)
+    with pytest.raises(KeyboardInterrupt):
+        module.main(["run", "cut", "--runs-dir", str(runs), *TINY_RUN])
+    kept = tmp_path / "state" / "agent_learning" / "runs" / "cut-s0"
+    assert json.loads((kept / "progress.json").read_text())["played"] == 4 and not (runs / "cut-s0.json").exists()
+    with pytest.raises(SystemExit, match="other arguments"):  # another budget is another run
+        module.main(["run", "cut", "--runs-dir", str(runs), *("8" if a == "6" else a for a in TINY_RUN)])
+
+    monkeypatch.setattr(GRPOAgentTrainer, "train", train)
+    module.main(["run", "cut", "--runs-dir", str(runs), *TINY_RUN])
+    whole, cut = (json.loads((runs / f"{name}-s0.json").read_text()) for name in ("whole", "cut"))
+    assert cut["resumes"] == 1 and whole["resumes"] == 0 and not kept.exists()
+    assert cut["episodes"] == whole["episodes"] == 6 and cut["optimizer_steps"] == whole["optimizer_steps"] == 3
+    assert [b["played"] for b in cut["blocks"]] == [2, 4, 6]
+    assert cut["held_out_before"] == whole["held_out_before"]
+
+
+def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
+    module = load_script("benchmarks/agent_learning.py")
+    folder, fresh = tmp_path / "cut-s0", tmp_path / "cut-s0.new"
+    fresh.mkdir()
+    (fresh / "progress.json").write_text(json.dumps({"arguments": {"seed": 0}, "played": 64}))
+    assert module.kept_progress(folder, {"seed": 0})["played"] == 64
+    assert (folder / "progress.json").exists() and not fresh.exists()
+    assert module.kept_progress(tmp_path / "other-s0", {"seed": 0}) is None
