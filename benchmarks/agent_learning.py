@@ -201,8 +201,11 @@ def keep_progress(folder: Path, trainer: Any, progress: dict[str, Any]) -> None:
 
 def kept_progress(folder: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """The progress a killed run kept (``None``: none), after checking it was made with the same arguments."""
+    import shutil
+
     fresh = folder.with_name(folder.name + ".new")
-    if not (folder / PROGRESS).exists() and (fresh / PROGRESS).exists():  # killed between the two renames
+    if not (folder / PROGRESS).exists() and (fresh / PROGRESS).exists():  # killed while the old copy was removed
+        shutil.rmtree(folder, ignore_errors=True)  # what is left of it
         fresh.rename(folder)
     if not (folder / PROGRESS).exists():
         return None

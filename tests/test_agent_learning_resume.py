@@ -73,7 +73,8 @@ def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
     module = load_script("benchmarks/agent_learning.py")
     folder, fresh = tmp_path / "cut-s0", tmp_path / "cut-s0.new"
     fresh.mkdir()
+    (folder / "trainer").mkdir(parents=True)  # the old copy, killed half removed: its progress.json already gone
     (fresh / "progress.json").write_text(json.dumps({"arguments": {"seed": 0}, "played": 64}))
     assert module.kept_progress(folder, {"seed": 0})["played"] == 64
-    assert (folder / "progress.json").exists() and not fresh.exists()
+    assert (folder / "progress.json").exists() and not fresh.exists() and not (folder / "trainer").exists()
     assert module.kept_progress(tmp_path / "other-s0", {"seed": 0}) is None
