@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -186,12 +187,15 @@ def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
     return {k: str(v) if isinstance(v, Path) else v for k, v in sorted(vars(args).items()) if k != "runs_dir"}
 
 
+def fresh_copy(folder: Path) -> Path:
+    """Where ``keep_progress`` writes the next copy of a run's progress before swapping it in."""
+    return folder.with_name(folder.name + ".new")
+
+
 def keep_progress(folder: Path, trainer: Any, progress: dict[str, Any]) -> None:
     """Replace the kept progress by ``trainer`` and ``progress``: written beside it, then swapped in, so a kill at
     any moment leaves one complete copy (``kept_progress`` picks it)."""
-    import shutil
-
-    fresh = folder.with_name(folder.name + ".new")
+    fresh = fresh_copy(folder)
     shutil.rmtree(fresh, ignore_errors=True)
     trainer.save(fresh / TRAINER)
     (fresh / PROGRESS).write_text(json.dumps(progress))
@@ -201,9 +205,7 @@ def keep_progress(folder: Path, trainer: Any, progress: dict[str, Any]) -> None:
 
 def kept_progress(folder: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """The progress a killed run kept (``None``: none), after checking it was made with the same arguments."""
-    import shutil
-
-    fresh = folder.with_name(folder.name + ".new")
+    fresh = fresh_copy(folder)
     if not (folder / PROGRESS).exists() and (fresh / PROGRESS).exists():  # killed while the old copy was removed
         shutil.rmtree(folder, ignore_errors=True)  # what is left of it
         fresh.rename(folder)
@@ -219,8 +221,6 @@ def kept_progress(folder: Path, arguments: dict[str, Any]) -> dict[str, Any] | N
 
 
 def run(args: argparse.Namespace) -> Path:
-    import shutil
-
     from omegaconf import OmegaConf
 
     from genenv.checkpoints import write_atomic
