@@ -471,6 +471,30 @@ def seed_stratified_interval(
     return means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
 
 
+def merged_copies(scores: list[float], questions: list[str]) -> list[float]:
+    """``scores`` with the items that ask the same question averaged into one (first-seen order): reasoning-gym can
+    give one question at two levels of a family, and the copies are not independent items."""
+    groups: dict[str, list[float]] = {}
+    for question, score in zip(questions, scores, strict=True):
+        groups.setdefault(question, []).append(score)
+    return [statistics.fmean(g) for g in groups.values()]
+
+
+def held_out_questions(run: dict[str, Any]) -> list[str]:
+    """The question of each held-out item of a reasoning-gym ``run`` (its validation split, in scoring order)."""
+    from genenv.benchmarks.base import get_benchmark
+    from genenv.benchmarks.reasoning_gym import parse_family_entry
+
+    keys = sum(len(parse_family_entry(entry)[1]) for entry in FAMILIES)
+    per_level, rest = divmod(len(run["held_out_before"]), keys)
+    if rest:
+        raise ValueError(f"{len(run['held_out_before'])} held-out items are not a whole number per family and level")
+    adapter = get_benchmark(
+        "reasoning_gym", families=FAMILIES, answer_format=run["answer_format"], validation_per_level=per_level
+    )
+    return [task.prompt for task in adapter.load_tasks(BENCHES["reasoning_gym"]["held_out"])]
+
+
 def verdict(rises: list[float], low: float, high: float, mean: float) -> str:
     """The confirmatory verdict, by the rules written in results/agent_learning/README.md before the runs."""
     if high < 0:
@@ -529,6 +553,7 @@ def summary(args: argparse.Namespace) -> None:
         "settings": first["overrides"],
         "warm_start_to_final": {"mean": mean, "low": low, "high": high, "interval": "bootstrap, items within seeds"},
         "between_seeds_t_interval": {"low": mean - half, "high": mean + half},
+        **distinct_questions(runs),
         "verdict": verdict(rises, low, high, mean),
         "per_seed": per_seed,
     }
@@ -536,6 +561,20 @@ def summary(args: argparse.Namespace) -> None:
     if args.output:
         Path(args.output).write_text(text + "\n")
     print(text)
+
+
+def distinct_questions(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Outside the verdict, for reasoning-gym runs: the rise and its bootstrap interval with the copies of a question
+    averaged into one item (``merged_copies``)."""
+    if runs[0].get("bench", "reasoning_gym") != "reasoning_gym":
+        return {}
+    questions = held_out_questions(runs[0])
+    merged = [
+        (merged_copies(r["held_out_before"], questions), merged_copies(r["held_out_after"], questions)) for r in runs
+    ]
+    low, high = seed_stratified_interval(merged)
+    mean = statistics.fmean(statistics.fmean(a) - statistics.fmean(b) for b, a in merged)
+    return {"distinct_questions": {"items": len(merged[0][0]), "mean": mean, "low": low, "high": high}}
 
 
 def report(args: argparse.Namespace) -> None:
