@@ -139,6 +139,7 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
         )
         sft.train(conversations)
         trainer.save(folder)
+    trainer.anchor_reference()  # a KL term (agent.beta > 0) keeps GRPO near the warm start
     return adapter, policy, trainer, folder
 
 

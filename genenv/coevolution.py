@@ -569,6 +569,7 @@ class CoEvolutionTrainer:
         if not conversations:
             return out
         out["warm_start"] = self.expert_trainer.train(conversations)
+        self.agent_trainer.anchor_reference()  # a KL term (agent.beta > 0) keeps GRPO near the warm-started agent
         if self.is_main:
             out["validation_warm_start"] = self._validate()
             logger.info("warm start: %s", json.dumps(out["warm_start"]))

@@ -14,7 +14,7 @@ import pytest
 import torch
 from toy_benchmark import ToyAdapter
 
-from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer, rollout_to_trl
+from genenv.agents.grpo import REFERENCE_ADAPTER, GRPOAgentConfig, GRPOAgentTrainer, rollout_to_trl
 from genenv.agents.rollout import RolloutBatch, play_episodes
 from genenv.benchmarks.base import Score, Task, Trajectory
 from genenv.llm.models import build_tiny_policy
@@ -411,6 +411,47 @@ def test_no_skip_when_the_kl_term_has_a_gradient(tmp_path):
 
 
 # -- checkpoints -------------------------------------------------------------------------------
+
+
+def _reference_weights(trainer: GRPOAgentTrainer) -> dict[str, torch.Tensor]:
+    if trainer.config.use_lora:
+        return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if f".{REFERENCE_ADAPTER}." in n}
+    return {n: p.detach().clone() for n, p in trainer.trainer.ref_model.named_parameters()}
+
+
+@pytest.mark.parametrize("use_lora", [False, True])
+def test_the_kl_reference_is_the_policy_anchored_after_a_warm_start_and_survives_a_resume(tmp_path, use_lora):
+    adapter = GradedToyAdapter()
+    config = tiny_config(tmp_path, use_lora=use_lora, lora_r=4, beta=0.04)
+    tasks = adapter.load_tasks("train")[:1]
+    kl = {}
+    for anchored in (False, True):
+        trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+        torch.manual_seed(0)
+        with torch.no_grad():  # what a warm start does to the trained weights
+            for param in trainer.model.parameters():
+                if param.requires_grad:
+                    param.add_(0.05 * torch.randn_like(param))
+        if anchored:
+            trainer.anchor_reference()
+            reference = _reference_weights(trainer)
+        kl[anchored] = trainer.train(tasks, steps=1)["kl"]
+    assert kl[False] > 1e-4 and kl[True] == pytest.approx(0.0, abs=1e-6)  # the first step starts at its reference
+    assert all(not p.requires_grad for p in _reference_weights(trainer).values())
+    for name, weight in _reference_weights(trainer).items():  # training moved the policy, not its reference
+        assert torch.equal(weight, reference[name]), name
+    restored = GRPOAgentTrainer(build_tiny_policy(0), adapter, config)
+    restored.load(trainer.save(tmp_path / "ckpt"))
+    kept = _reference_weights(restored)
+    assert kept.keys() == reference.keys() and all(torch.equal(kept[n], w) for n, w in reference.items())
+    if use_lora:
+        assert all(f".{REFERENCE_ADAPTER}." not in n for n, p in restored.model.named_parameters() if p.requires_grad)
+
+
+def test_without_a_kl_term_anchoring_adds_nothing(tmp_path):
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), GradedToyAdapter(), tiny_config(tmp_path, use_lora=True, lora_r=4))
+    trainer.anchor_reference()
+    assert list(trainer.model.peft_config) == ["default"]
 
 
 @pytest.mark.parametrize("use_lora", [False, True])

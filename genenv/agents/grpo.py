@@ -76,6 +76,9 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "genenv_grpo.json"
 OPTIMIZER_FILE = "optimizer.pt"  # transformers.Trainer's own name for the optimizer state
+#: the KL reference of ``beta > 0`` once :meth:`GRPOAgentTrainer.anchor_reference` fixed it: a LoRA adapter of this
+#: name (TRL computes the reference with it when the model has one), or a full fine-tune's weights in this file
+REFERENCE_ADAPTER, REFERENCE_FILE = "ref", "reference.safetensors"
 REWARD_NAME = "agent_reward"
 
 # --------------------------------------------------------------------------------------------
@@ -93,8 +96,9 @@ class GRPOAgentConfig:
             choice for full fine-tunes of ~100M-parameter models (LoRA usually wants about 1e-4). The schedule
             is constant because :meth:`GRPOAgentTrainer.train` is called once per GenEnv epoch with the same
             optimizer.
-        beta: KL coefficient against the reference policy (the initial model; with LoRA, the model with
-            adapters disabled). TRL's default 0.0 builds no reference model and logs no ``kl``.
+        beta: KL coefficient against the reference policy: the model the trainer was built from (with LoRA, the
+            model with adapters disabled) until :meth:`GRPOAgentTrainer.anchor_reference` makes it the policy as
+            it is then (e.g. after a warm start). TRL's default 0.0 builds no reference model and logs no ``kl``.
         max_new_tokens: tokens the agent may generate in one turn (one ``generate`` call per turn).
         max_completion_length: token budget of a whole episode's completion: every turn *and* every tool
             response block. An episode whose next tool response would not fit (with room for one more
@@ -364,7 +368,8 @@ class GRPOAgentTrainer:
         config: :class:`GRPOAgentConfig` (defaults if omitted).
 
     One TRL trainer is built here and kept: its optimizer state carries over from one :meth:`train` call
-    (GenEnv epoch) to the next, and its reference model (``beta > 0``) stays the initial policy.
+    (GenEnv epoch) to the next, and its reference model (``beta > 0``) stays the initial policy or the one
+    :meth:`anchor_reference` fixed.
     """
 
     def __init__(self, policy: Policy, adapter: BenchmarkAdapter, config: GRPOAgentConfig | None = None) -> None:
@@ -419,7 +424,7 @@ class GRPOAgentTrainer:
         # trained before this trainer was built. We build TRL with beta=0 and attach a frozen copy of the policy
         # as it is now (see _attach_reference_model); with LoRA, TRL's own reference (adapters off) is right.
         self._own_reference = kwargs["beta"] != 0.0 and not config.use_lora
-        beta = kwargs["beta"]
+        beta = self.beta = kwargs["beta"]
         if self._own_reference:
             kwargs["beta"] = 0.0
         self.grpo_config = GRPOConfig(**kwargs)
@@ -500,6 +505,29 @@ class GRPOAgentTrainer:
         trainer.beta = beta
         trainer.args.beta = beta
         self.grpo_config = trainer.args
+
+    def anchor_reference(self) -> None:
+        """Make the policy as it is now the reference of the KL term (``beta > 0``; without it, a no-op).
+
+        Call it after a warm start trained into this trainer's weights: the reference is otherwise the model the
+        trainer was built from, the agent before its warm start. With LoRA the adapter is copied into a frozen
+        adapter named ``ref`` (TRL's reference for an adapter trained further); a full fine-tune's reference copy
+        takes the current weights. :meth:`save` and :meth:`load` carry the reference.
+        """
+        if self.beta == 0.0:
+            return
+        if self.config.use_lora:
+            peft_model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+            if REFERENCE_ADAPTER not in peft_model.peft_config:
+                peft_model.add_adapter(REFERENCE_ADAPTER, peft_model.peft_config["default"])
+            with torch.no_grad():
+                for name, param in peft_model.named_parameters():
+                    if ".default." in name:
+                        peft_model.get_parameter(name.replace(".default.", f".{REFERENCE_ADAPTER}.")).copy_(param)
+            peft_model.set_adapter("default")  # the trained adapter stays active; the reference one is frozen
+        else:
+            reference = self.trainer.accelerator.unwrap_model(self.trainer.ref_model)
+            reference.load_state_dict(self.trainer.accelerator.unwrap_model(self.trainer.model).state_dict())
 
     # -- properties -----------------------------------------------------------------------------
     @property
@@ -699,6 +727,10 @@ class GRPOAgentTrainer:
             return directory
         if self.trainer.optimizer is not None and not self.trainer.is_deepspeed_enabled:
             torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_FILE)
+        if self._own_reference:  # a LoRA reference is an adapter: save_model wrote it into REFERENCE_ADAPTER/
+            from safetensors.torch import save_model
+
+            save_model(self.trainer.accelerator.unwrap_model(self.trainer.ref_model), str(directory / REFERENCE_FILE))
         state = {
             "config": self.config.to_dict(),
             "optimizer_steps": self.optimizer_steps,
@@ -728,6 +760,12 @@ class GRPOAgentTrainer:
             result = set_peft_model_state_dict(model, weights)
             if result.unexpected_keys:
                 raise ValueError(f"unexpected adapter weights: {result.unexpected_keys[:5]}")
+            reference = directory / REFERENCE_ADAPTER / "adapter_model.safetensors"
+            if reference.exists() and self.beta != 0.0:
+                if REFERENCE_ADAPTER not in model.peft_config:
+                    model.add_adapter(REFERENCE_ADAPTER, model.peft_config["default"])
+                set_peft_model_state_dict(model, load_file(str(reference), device=str(device)), REFERENCE_ADAPTER)
+                model.set_adapter("default")
         else:
             single = directory / "model.safetensors"
             if single.exists():
@@ -743,6 +781,10 @@ class GRPOAgentTrainer:
                 from transformers.modeling_utils import load_sharded_checkpoint
 
                 load_sharded_checkpoint(model, str(directory), strict=False)
+        if self._own_reference and (directory / REFERENCE_FILE).exists():
+            from safetensors.torch import load_model
+
+            load_model(self.trainer.accelerator.unwrap_model(self.trainer.ref_model), str(directory / REFERENCE_FILE))
         optimizer_file = directory / OPTIMIZER_FILE
         if optimizer_file.exists():
             if self.trainer.optimizer is None:
