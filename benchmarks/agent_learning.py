@@ -94,6 +94,15 @@ def held_out_name(args: argparse.Namespace) -> str:
     return f"{BENCHES[args.bench]['held_out']}-{args.held_out_limit}"
 
 
+def reasoning_gym_adapter(answer_format: str, held_out_per_level: int):
+    """The reasoning-gym testbed: FAMILIES in ``answer_format``, ``held_out_per_level`` validation items a key."""
+    from genenv.benchmarks.base import get_benchmark
+
+    return get_benchmark(
+        "reasoning_gym", families=FAMILIES, answer_format=answer_format, validation_per_level=held_out_per_level
+    )
+
+
 def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     """The adapter, the policy and its GRPO trainer, the warm start restored or computed."""
     import torch
@@ -106,12 +115,7 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     from genenv.llm.models import load_policy
 
     if args.bench == "reasoning_gym":
-        adapter = get_benchmark(
-            "reasoning_gym",
-            families=FAMILIES,
-            answer_format=args.answer_format,
-            validation_per_level=args.held_out_per_level,
-        )
+        adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level)
     else:
         adapter = get_benchmark(args.bench)
     torch.manual_seed(args.seed)
@@ -483,16 +487,13 @@ def merged_copies(scores: list[float], questions: list[str]) -> list[float]:
 
 def held_out_questions(run: dict[str, Any]) -> list[str]:
     """The question of each held-out item of a reasoning-gym ``run`` (its validation split, in scoring order)."""
-    from genenv.benchmarks.base import get_benchmark
     from genenv.benchmarks.reasoning_gym import parse_family_entry
 
     keys = sum(len(parse_family_entry(entry)[1]) for entry in FAMILIES)
     per_level, rest = divmod(len(run["held_out_before"]), keys)
     if rest:
         raise ValueError(f"{len(run['held_out_before'])} held-out items are not a whole number per family and level")
-    adapter = get_benchmark(
-        "reasoning_gym", families=FAMILIES, answer_format=run["answer_format"], validation_per_level=per_level
-    )
+    adapter = reasoning_gym_adapter(run["answer_format"], per_level)
     return [task.prompt for task in adapter.load_tasks(BENCHES["reasoning_gym"]["held_out"])]
 
 

@@ -422,7 +422,8 @@ class GRPOAgentTrainer:
         # TRL 1.16 builds the reference model of a full fine-tune by reloading `config._name_or_path` from disk,
         # which fails for an in-memory model (the tiny one) and silently uses stale weights for a policy that was
         # trained before this trainer was built. We build TRL with beta=0 and attach a frozen copy of the policy
-        # as it is now (see _attach_reference_model); with LoRA, TRL's own reference (adapters off) is right.
+        # as it is now (see _attach_reference_model); with LoRA, TRL's own reference (adapters off, or the
+        # adapter named REFERENCE_ADAPTER once anchor_reference added it) is right.
         self._own_reference = kwargs["beta"] != 0.0 and not config.use_lora
         beta = self.beta = kwargs["beta"]
         if self._own_reference:
@@ -517,17 +518,23 @@ class GRPOAgentTrainer:
         if self.beta == 0.0:
             return
         if self.config.use_lora:
-            peft_model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-            if REFERENCE_ADAPTER not in peft_model.peft_config:
-                peft_model.add_adapter(REFERENCE_ADAPTER, peft_model.peft_config["default"])
+            peft_model = self._reference_adapter()
             with torch.no_grad():
                 for name, param in peft_model.named_parameters():
                     if ".default." in name:
                         peft_model.get_parameter(name.replace(".default.", f".{REFERENCE_ADAPTER}.")).copy_(param)
-            peft_model.set_adapter("default")  # the trained adapter stays active; the reference one is frozen
         else:
             reference = self.trainer.accelerator.unwrap_model(self.trainer.ref_model)
             reference.load_state_dict(self.trainer.accelerator.unwrap_model(self.trainer.model).state_dict())
+
+    def _reference_adapter(self) -> Any:
+        """The PEFT model with a frozen adapter named REFERENCE_ADAPTER beside the trained one (added if absent);
+        the trained adapter stays the active one."""
+        peft_model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        if REFERENCE_ADAPTER not in peft_model.peft_config:
+            peft_model.add_adapter(REFERENCE_ADAPTER, peft_model.peft_config["default"])
+            peft_model.set_adapter("default")  # PEFT's set_adapter freezes every adapter but the active one
+        return peft_model
 
     # -- properties -----------------------------------------------------------------------------
     @property
@@ -762,10 +769,8 @@ class GRPOAgentTrainer:
                 raise ValueError(f"unexpected adapter weights: {result.unexpected_keys[:5]}")
             reference = directory / REFERENCE_ADAPTER / "adapter_model.safetensors"
             if reference.exists() and self.beta != 0.0:
-                if REFERENCE_ADAPTER not in model.peft_config:
-                    model.add_adapter(REFERENCE_ADAPTER, model.peft_config["default"])
-                set_peft_model_state_dict(model, load_file(str(reference), device=str(device)), REFERENCE_ADAPTER)
-                model.set_adapter("default")
+                weights = load_file(str(reference), device=str(device))
+                set_peft_model_state_dict(self._reference_adapter(), weights, REFERENCE_ADAPTER)
         else:
             single = directory / "model.safetensors"
             if single.exists():
