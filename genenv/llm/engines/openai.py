@@ -23,11 +23,12 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Literal
 
 from genenv.llm.generation import GenerateFn, SamplingConfig
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["EndpointError", "OpenAIConfig", "OpenAIEngine"]
 
@@ -101,6 +102,7 @@ class OpenAIEngine:
         self.config = config
         self.tokenizer = tokenizer
         self._base = config.base_url.rstrip("/")
+        httpx = _httpx()
         self._client = httpx.Client(
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=config.max_concurrency),
@@ -136,6 +138,7 @@ class OpenAIEngine:
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """One request, tried up to ``1 + max_retries`` times; the JSON answer's first choice."""
+        httpx = _httpx()
         url = f"{self._base}/{path}"
         tries = 1 + self.config.max_retries
         for attempt in range(tries):
@@ -230,6 +233,15 @@ class OpenAIEngine:
             return new_ids, None
 
         return generate
+
+
+def _httpx() -> Any:
+    """The ``httpx`` module, which the ``openai`` extra installs; a clear error without it."""
+    try:
+        import httpx
+    except ImportError:
+        raise ImportError("engine openai needs httpx: pip install 'genenv[openai]' (or httpx>=0.27,<1)") from None
+    return httpx
 
 
 def _first_choice(url: str, response: httpx.Response) -> dict[str, Any]:
