@@ -1,5 +1,5 @@
 """The core install (``pip install genenv``, no extras): every module imports without the extras' packages, except
-the modules that exist to use one; the openai engine names its extra when httpx is missing."""
+the modules that exist to use one, which name the extra to install; so does the openai engine without httpx."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ EXTRA_MODULES = {
     "verifiers", "tensorboard", "vllm", "jsonschema", "tomli_w",
 }  # fmt: skip
 
-#: genenv modules that need an extra to import: the module -> the extra
+#: genenv modules that need an extra to import: the module -> the install command its error names
 NEEDS_EXTRA = {
-    "genenv.benchmarks.reasoning_gym": "reasoning-gym",
-    "genenv.integrations.openenv": "openenv",
-    "genenv.integrations.verifiers": "verifiers",
+    "genenv.benchmarks.reasoning_gym": "pip install 'genenv[reasoning-gym]'",
+    "genenv.integrations.openenv": "pip install 'genenv[openenv]'",
+    "genenv.integrations.verifiers": "pip install 'genenv[verifiers]'",
 }
 
 HIDE_EXTRAS = """
@@ -56,7 +56,8 @@ def test_every_module_but_the_extras_own_imports_on_the_core_install():
     assert result.returncode == 0, result.stderr[-2000:]
     failed = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("FAILED")}
     assert set(failed) == set(NEEDS_EXTRA), result.stdout
-    assert "pip install 'genenv[reasoning-gym]'" in failed["genenv.benchmarks.reasoning_gym"]
+    for module, install in NEEDS_EXTRA.items():
+        assert install in failed[module], failed[module]
 
 
 def test_openai_engine_without_httpx_names_its_extra():

@@ -15,12 +15,18 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI
-from openenv.core.client_types import StepResult
-from openenv.core.env_client import EnvClient
-from openenv.core.env_server import HTTPEnvServer
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
+try:
+    from fastapi import FastAPI
+    from openenv.core.client_types import StepResult
+    from openenv.core.env_client import EnvClient
+    from openenv.core.env_server import HTTPEnvServer
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
+except ImportError as error:  # pragma: no cover - exercised only without the optional extra
+    raise ImportError(
+        "genenv's OpenEnv integration needs the openenv extra: pip install 'genenv[openenv]' and then "
+        "pip install --no-deps openenv==0.10.0"
+    ) from error
 from pydantic import Field, create_model
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task

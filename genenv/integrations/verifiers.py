@@ -18,8 +18,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import verifiers.v1 as vf
-from verifiers.v1.harnesses.null import NullHarnessConfig
+try:
+    import verifiers.v1 as vf
+    from verifiers.v1.harnesses.null import NullHarnessConfig
+except ImportError as error:  # pragma: no cover - exercised only without the optional extra
+    raise ImportError(
+        "genenv's verifiers integration needs the verifiers extra, in an environment of its own (it pins mcp==2.0.0, "
+        "which the openenv extra refuses): pip install 'genenv[verifiers]'"
+    ) from error
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.envs.tool_env import ToolEnv, score_actions
