@@ -6,6 +6,8 @@
     python benchmarks/agent_learning.py report NAME [NAME ...] --output benchmarks/results/agent_learning/sweep.md
     # one setting over its seeds: the mean rise, its intervals and the verdict of the criteria in results/README.md
     python benchmarks/agent_learning.py summary NAME --output benchmarks/results/agent_learning/summary.json
+    # two runs item by item: each one's movement by warm-start score, the difference of their rises with its interval
+    python benchmarks/agent_learning.py compare NAME-s0 OTHER-s0
 
 No simulator: GRPO plays tasks of the benchmark's ``train`` split (the base data), so what is measured is the agent's
 update alone. ``--bench reasoning_gym`` (the default) scores the ``validation`` split's items, ``--held-out-per-level``
@@ -579,6 +581,51 @@ def distinct_questions(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"distinct_questions": {"items": len(merged[0][0]), "mean": mean, "low": low, "high": high}}
 
 
+def by_warm_start_score(before: list[float], after: list[float]) -> dict[str, dict[str, float]]:
+    """Where a run's items moved, grouped by their warm-start score (``none``: 0, ``some``, ``all``: 1): the items in
+    each group, their mean change and its share of the run's mean rise."""
+    groups: dict[str, list[float]] = {"none": [], "some": [], "all": []}
+    for b, a in zip(before, after, strict=True):
+        groups["none" if b == 0 else "all" if b == 1 else "some"].append(a - b)
+    return {
+        name: {"items": len(d), "mean": statistics.fmean(d) if d else 0.0, "of_rise": sum(d) / len(before)}
+        for name, d in groups.items()
+    }
+
+
+def moved(before: list[float], after: list[float]) -> dict[str, Any]:
+    """A run's paired rise, its interval, how many items went up and down, and where they moved."""
+    rise, low, high = paired_interval(before, after)
+    return {
+        "rise": rise,
+        "low": low,
+        "high": high,
+        "up": sum(a > b for b, a in zip(before, after)),
+        "down": sum(a < b for b, a in zip(before, after)),
+        "by_warm_start_score": by_warm_start_score(before, after),
+    }
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Two runs on the same held-out items, item by item: each run's movement and the difference of their rises."""
+    paths = [args.runs_dir / f"{stem}.json" for stem in (args.run, args.reference)]
+    if missing := [str(p) for p in paths if not p.exists()]:
+        raise SystemExit(f"no such run: {', '.join(missing)}")
+    first, second = (json.loads(p.read_text()) for p in paths)
+    if len(first["held_out_before"]) != len(second["held_out_before"]) or scoring(first) != scoring(second):
+        raise SystemExit(f"{args.run} and {args.reference} are not scored on the same held-out items the same way")
+    rise = [a - b for b, a in zip(first["held_out_before"], first["held_out_after"])]
+    reference = [a - b for b, a in zip(second["held_out_before"], second["held_out_after"])]
+    difference, low, high = paired_interval(reference, rise)
+    result = {
+        args.run: moved(first["held_out_before"], first["held_out_after"]),
+        args.reference: moved(second["held_out_before"], second["held_out_after"]),
+        "rise_minus_reference": {"mean": difference, "low": low, "high": high},
+        "same_warm_start_scores": first["held_out_before"] == second["held_out_before"],
+    }
+    print(json.dumps(result, indent=1))
+
+
 def report(args: argparse.Namespace) -> None:
     rows = [
         "| run | seed | settings | held-out scored | episodes | steps | before | after | rise [95% CI] | s/step "
@@ -643,8 +690,13 @@ def main(argv: list[str] | None = None) -> None:
     pooled.add_argument("name")
     pooled.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     pooled.add_argument("--output")
+    pair = sub.add_parser("compare", help="two runs item by item: their movement and the difference of their rises")
+    pair.add_argument("run", help="a run file's stem, e.g. qwen-kl-lr1e-4-s0")
+    pair.add_argument("reference", help="the run it is read against, e.g. qwen-t07-s0")
+    pair.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     args = parser.parse_args(argv)
-    {"run": run, "signal": group_signal, "report": report, "summary": summary}[args.command](args)
+    commands = {"run": run, "signal": group_signal, "report": report, "summary": summary, "compare": compare}
+    commands[args.command](args)
 
 
 if __name__ == "__main__":

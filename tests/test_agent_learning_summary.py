@@ -1,4 +1,5 @@
-"""benchmarks/agent_learning.py summary: the verdict's numbers, and the rise with the copies of a question merged."""
+"""benchmarks/agent_learning.py summary and compare: the verdict's numbers, the rise with the copies of a question
+merged, and two runs read item by item."""
 
 from __future__ import annotations
 
@@ -55,3 +56,32 @@ def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_pat
     assert merged["items"] == len(seen)
     assert merged["mean"] == pytest.approx(sum(1 / n for n in copies.values()) / len(seen))
     assert merged["low"] <= merged["mean"] <= merged["high"]
+
+
+def test_compare_reads_two_runs_item_by_item_and_groups_items_by_their_warm_start_score(tmp_path, capsys):
+    module = load_script("benchmarks/agent_learning.py")
+    before = [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+    (tmp_path / "anchored-s0.json").write_text(json.dumps(_run(0, before, [0.5, 0.0, 0.5, 1.0, 1.0, 1.0])))
+    (tmp_path / "free-s0.json").write_text(json.dumps(_run(0, before, [1.0, 0.0, 0.25, 0.5, 1.0, 0.0])))
+    module.main(["compare", "anchored-s0", "free-s0", "--runs-dir", str(tmp_path)])
+    result = json.loads(capsys.readouterr().out)
+    anchored, free = result["anchored-s0"], result["free-s0"]
+    assert anchored["rise"] == pytest.approx(0.5 / 6) and (anchored["up"], anchored["down"]) == (1, 0)
+    assert (free["up"], free["down"]) == (1, 3)
+    assert free["by_warm_start_score"] == {
+        "none": {"items": 2, "mean": 0.5, "of_rise": pytest.approx(1 / 6)},
+        "some": {"items": 1, "mean": -0.25, "of_rise": pytest.approx(-0.25 / 6)},
+        "all": {"items": 3, "mean": pytest.approx(-0.5), "of_rise": pytest.approx(-1.5 / 6)},
+    }
+    assert result["rise_minus_reference"]["mean"] == pytest.approx(0.5 / 6 - (1.0 - 0.25 - 1.5) / 6)
+    assert result["same_warm_start_scores"] is True
+
+
+def test_compare_refuses_runs_scored_on_other_items(tmp_path):
+    module = load_script("benchmarks/agent_learning.py")
+    (tmp_path / "a-s0.json").write_text(json.dumps(_run(0, [0.0] * 3, [1.0] * 3)))
+    (tmp_path / "b-s0.json").write_text(json.dumps(_run(0, [0.0] * 4, [1.0] * 4)))
+    with pytest.raises(SystemExit, match="not scored on the same held-out items"):
+        module.main(["compare", "a-s0", "b-s0", "--runs-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no such run"):
+        module.main(["compare", "a-s0", "c-s0", "--runs-dir", str(tmp_path)])
