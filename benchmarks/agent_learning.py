@@ -18,10 +18,10 @@ tasks of API-Bank's training split (``--model qwen05`` there, as in that run). T
 ``--warm-start`` expert traces of the same split) is computed once per benchmark, model, seed, answer format and LoRA
 shape and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git); runs of one seed start from the
 very same weights, so their held-out scores are paired item by item. A run stops after the optimizer step in which it
-has played ``--episodes`` episodes (dynamic sampling's refills count), and writes ``<NAME>-s<SEED>.json`` into
-``--runs-dir`` (default: ``runs/`` beside this file's results): the settings, every held-out item's score before and
-after (and every ``--eval-every`` episodes), the agent's metrics per step group, seconds, peak RSS and the load
-average. After every step group the run keeps its adapter, optimizer and progress under
+has played ``--episodes`` episodes (dynamic sampling's refills, further tasks of the pool, count), and writes
+``<NAME>-s<SEED>.json`` into ``--runs-dir`` (default: ``runs/`` beside this file's results): the settings, every
+held-out item's score before and after (and every ``--eval-every`` episodes), the agent's metrics per step group,
+seconds, peak RSS and the load average. After every step group the run keeps its adapter, optimizer and progress under
 ``$GENENV_STATE_DIR/agent_learning/runs/<NAME>-s<SEED>``: started again with the same arguments, a killed run
 continues from its last group (its result counts the resumes); the folder goes once the result is written.
 
@@ -43,7 +43,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from genenv.benchmarks.base import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "agent_learning"
@@ -263,14 +266,20 @@ def run(args: argparse.Namespace) -> Path:
     blocks, during = progress["blocks"], progress["during"]
     earlier = progress["seconds"]  # the wall time of the processes before this one, up to what they kept
     played, cursor, train_seconds = progress["played"], progress["cursor"], progress["train_seconds"]
+
+    def take(n: int) -> list[Task]:
+        """The pool's next ``n`` tasks: each step's own, and dynamic sampling's refills."""
+        nonlocal cursor
+        out = [tasks[(cursor + i) % len(tasks)] for i in range(n)]
+        cursor += n
+        return out
+
     while played < args.episodes:
         if args.eval_every and played >= args.eval_every * (len(during) + 1):
             during.append({"played": played, "scores": held_out(adapter, policy, trainer, args, temperature)})
             print(json.dumps({"played": played, "held_out": statistics.fmean(during[-1]["scores"])}), flush=True)
         steps = max(1, min(args.steps_per_call, -(-(args.episodes - played) // per_step)))
-        chunk = [tasks[(cursor + i) % len(tasks)] for i in range(steps * trainer.tasks_per_step)]
-        cursor += len(chunk)
-        metrics = trainer.train(chunk, steps=steps)
+        metrics = trainer.train(take(steps * trainer.tasks_per_step), steps=steps, refill=take)
         played += len(trainer.episodes)
         train_seconds += metrics["train_time"]
         blocks.append({k: v for k, v in metrics.items() if not k.startswith("trl/")} | {"played": played})

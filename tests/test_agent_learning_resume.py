@@ -78,3 +78,26 @@ def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
     assert module.kept_progress(folder, {"seed": 0})["played"] == 64
     assert (folder / "progress.json").exists() and not fresh.exists() and not (folder / "trainer").exists()
     assert module.kept_progress(tmp_path / "other-s0", {"seed": 0}) is None
+
+
+def test_dynamic_sampling_refills_a_step_from_further_tasks_of_the_pool(tmp_path, monkeypatch, one_torch_thread):
+    """A random tiny model solves nothing: every group is uniform, so each step plays all its rounds, and every round
+    takes tasks of the pool that no earlier round or step played."""
+    from genenv.agents.grpo import GRPOAgentTrainer
+
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    train, played = GRPOAgentTrainer.train, []
+
+    def recorded(self, *args, **kwargs):
+        metrics = train(self, *args, **kwargs)
+        played.append([e.task.task_id for e in self.episodes[:: self.config.num_generations]])
+        return metrics
+
+    monkeypatch.setattr(GRPOAgentTrainer, "train", recorded)
+    dynamic = ["agent.dynamic_sampling=true", "agent.dynamic_sampling_max_rounds=3"]
+    module.main(["run", "dyn", "--runs-dir", str(tmp_path / "runs"), *TINY_RUN, *dynamic])
+    result = json.loads((tmp_path / "runs" / "dyn-s0.json").read_text())
+    assert result["optimizer_steps"] == 1 and result["episodes"] == 6  # one step: 3 rounds of 1 group of 2 episodes
+    assert [block["groups/refill_rounds"] for block in result["blocks"]] == [2.0]
+    assert len(played) == 1 and len(played[0]) == 3 and len(set(played[0])) == 3
