@@ -82,7 +82,7 @@ def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
 
 def test_dynamic_sampling_refills_a_step_from_further_tasks_of_the_pool(tmp_path, monkeypatch, one_torch_thread):
     """A random tiny model solves nothing: every group is uniform, so each step plays all its rounds, and every round
-    takes tasks of the pool that no earlier round or step played."""
+    takes tasks of the pool that no earlier round played."""
     from genenv.agents.grpo import GRPOAgentTrainer
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
