@@ -8,6 +8,8 @@
     python benchmarks/agent_learning.py summary NAME --output benchmarks/results/agent_learning/summary.json
     # two runs item by item: each one's movement by warm-start score, the difference of their rises with its interval
     python benchmarks/agent_learning.py compare NAME-s0 OTHER-s0
+    # what sharpening can reach: K episodes of every held-out item from the warm start, pass@K and the mean success
+    python benchmarks/agent_learning.py reach --model qwen05 --seed 0 --held-out-per-level 17 --samples 16
 
 No simulator: GRPO plays tasks of the benchmark's ``train`` split (the base data), so what is measured is the agent's
 update alone. ``--bench reasoning_gym`` (the default) scores the ``validation`` split's items, ``--held-out-per-level``
@@ -155,10 +157,7 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
 def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
     """Per held-out item: solved (1/0) greedily, or the mean of 4 episodes at ``temperature`` (``--eval``), as the
     benchmark's reported score counts it (``reporting_adapter``: API-Bank's official scoring)."""
-    from genenv.agents.agent import Agent
     from genenv.coevolution import held_out_tasks
-    from genenv.evaluate import evaluate
-    from genenv.llm.generation import SamplingConfig
 
     split = BENCHES[args.bench]["held_out"]
     tasks = (
@@ -167,19 +166,35 @@ def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
         else held_out_tasks(adapter, split, args.held_out_limit)
     )
     k, temp = (1, 0.0) if args.eval == "greedy" else (4, temperature)
+    played = sampled_episodes(adapter, policy, trainer, tasks, k, temp, seed=args.seed)
+    return [statistics.fmean(solved(e) for e in episodes) for episodes in played]
+
+
+def sampled_episodes(adapter, policy, trainer, tasks: list, k: int, temperature: float, *, seed: int) -> list[list]:
+    """``k`` episodes of each of ``tasks`` at ``temperature`` (0: greedy) on the trainer's engine, scored as the
+    benchmark's reported score counts it (``reporting_adapter``: API-Bank's official scoring); per task its episodes,
+    the batches of 32 seeded ``seed``, ``seed + 32``, ..."""
+    from genenv.agents.agent import Agent
+    from genenv.evaluate import evaluate
+    from genenv.llm.generation import SamplingConfig
+
     agent = Agent(
         policy,
-        SamplingConfig(trainer.config.max_new_tokens, temp),
+        SamplingConfig(trainer.config.max_new_tokens, temperature),
         few_shot=trainer.config.few_shot,
         engine=trainer.engine,
     )
     repeated = [t for t in tasks for _ in range(k)]
     max_turns = trainer.config.max_turns
     _, episodes = evaluate(
-        adapter.reporting_adapter(), agent, repeated, batch_size=32, max_turns=max_turns, seed=args.seed, progress=False
+        adapter.reporting_adapter(), agent, repeated, batch_size=32, max_turns=max_turns, seed=seed, progress=False
     )
-    scores = [float(e.info.get("score", e.reward) >= 1.0) for e in episodes]
-    return [statistics.fmean(scores[i * k : (i + 1) * k]) for i in range(len(tasks))]
+    return [episodes[i * k : (i + 1) * k] for i in range(len(tasks))]
+
+
+def solved(episode) -> float:
+    """1.0 when an episode's score (``info["score"]``, else its reward) is full marks, else 0.0."""
+    return float(episode.info.get("score", episode.reward) >= 1.0)
 
 
 #: the files of a run's kept progress (``progress_folder``): the trainer as ``GRPOAgentTrainer.save`` writes it, and
@@ -406,6 +421,84 @@ def group_signal(args: argparse.Namespace) -> Path:
     out.write_text(json.dumps({"model": args.model, "answer_format": args.answer_format, "rows": rows}, indent=1))
     partial.unlink()
     return out
+
+
+def reach(args: argparse.Namespace) -> Path:
+    """How far GRPO could raise the warm start by sharpening what it already samples: ``--samples`` episodes of every
+    held-out item at ``--temperature``, seeded apart from the held-out score's; per item the successes and the
+    answers given, and over the items the mean success (the warm start's rate, measured afresh) and the share solved
+    at least once (pass@k: above it, a rise needs answers the warm start does not yet sample). Played family-level
+    key by key; each finished key is kept in ``<result>.partial.json``, from which an interrupted measurement
+    continues."""
+    from genenv.checkpoints import write_atomic
+    from genenv.machine import load_average
+
+    adapter, policy, trainer, _ = build(args, settings_of(args, {}))
+    tasks = adapter.load_tasks(BENCHES[args.bench]["held_out"])
+    by_key: dict[str, list[int]] = {}
+    for i, task in enumerate(tasks):
+        by_key.setdefault(adapter.family(task), []).append(i)
+    out = args.out or RESULTS / "reach" / f"{args.model}-s{args.seed}-t{args.temperature}-k{args.samples}.json"
+    partial = out.with_suffix(".partial.json")
+    measured = {"samples": args.samples, "temperature": args.temperature, "held_out_per_level": args.held_out_per_level}
+    kept = resumed(partial, measured | {"warm_start": args.warm_start})
+    done = kept["done"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for key, indices in by_key.items():
+        if key in done:
+            continue
+        start = time.perf_counter()
+        seed = REACH_SEED + args.seed * len(tasks) * args.samples + indices[0] * args.samples
+        played = sampled_episodes(
+            adapter, policy, trainer, [tasks[i] for i in indices], args.samples, args.temperature, seed=seed
+        )
+        done[key] = {
+            "items": [
+                {
+                    "question": tasks[i].prompt,
+                    "solved": int(sum(solved(e) for e in episodes)),
+                    "answers": [e.info.get("score_breakdown", {}).get("answer", "") for e in episodes],
+                }
+                for i, episodes in zip(indices, played, strict=True)
+            ],
+            "seconds": time.perf_counter() - start,
+            "load_average": load_average(),
+        }
+        write_atomic(partial, json.dumps(kept))  # a kill while writing loses no finished key
+        print(json.dumps({"key": key, **reach_of([item["solved"] for item in done[key]["items"]], args.samples)}))
+    counts = [item["solved"] for key in by_key for item in done[key]["items"]]
+    result = {
+        "model": args.model,
+        "seed": args.seed,
+        "warm_start_examples": args.warm_start,
+        **measured,
+        **reach_of(counts, args.samples),
+        "per_key": {key: reach_of([item["solved"] for item in done[key]["items"]], args.samples) for key in by_key},
+        "seconds": sum(done[key]["seconds"] for key in by_key),
+        "load_average": done[next(reversed(by_key))]["load_average"],
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "per_item": [item for key in by_key for item in done[key]["items"]],
+    }
+    write_atomic(out, json.dumps(result, indent=1))
+    partial.unlink()
+    print(json.dumps({k: v for k, v in result.items() if k not in ("per_item", "per_key")}))
+    return out
+
+
+#: the first sampling seed of ``reach`` (the held-out scores are seeded from the run's seed upward in steps of 32)
+REACH_SEED = 1_000_000
+
+
+def reach_of(counts: list[int], samples: int) -> dict[str, Any]:
+    """Items, their mean success over ``samples`` episodes each, and how many were solved by none, some or all."""
+    return {
+        "items": len(counts),
+        "mean": sum(counts) / (len(counts) * samples),
+        "pass_at_k": sum(c > 0 for c in counts) / len(counts),
+        "none": sum(c == 0 for c in counts),
+        "some": sum(0 < c < samples for c in counts),
+        "all": sum(c == samples for c in counts),
+    }
 
 
 def resumed(partial: Path, settings: dict[str, Any]) -> dict[str, Any]:
@@ -691,6 +784,16 @@ def main(argv: list[str] | None = None) -> None:
     signal.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays the same)")
     signal.add_argument("--tag", help="suffix of the result file's name")
     signal.add_argument("--chunk", type=int, default=10, help="tasks played in one batch (x G episodes)")
+    ceiling = sub.add_parser("reach", help="pass@k of the warm start on the held-out items: what sharpening can reach")
+    ceiling.set_defaults(bench="reasoning_gym")  # the measurement reads reasoning-gym's families and levels
+    ceiling.add_argument("--seed", type=int, default=0)
+    ceiling.add_argument("--model", default="smollm2")
+    ceiling.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
+    ceiling.add_argument("--warm-start", type=int, default=128)
+    ceiling.add_argument("--held-out-per-level", type=int, default=16)
+    ceiling.add_argument("--samples", type=int, default=16, help="episodes of each held-out item")
+    ceiling.add_argument("--temperature", type=float, default=0.7, help="their sampling temperature")
+    ceiling.add_argument("--out", type=Path, help="the result file (default: results/agent_learning/reach/...)")
     table = sub.add_parser("report", help="a markdown table of runs")
     table.add_argument("names", nargs="+")
     table.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
@@ -704,7 +807,14 @@ def main(argv: list[str] | None = None) -> None:
     pair.add_argument("reference", help="the run it is read against, e.g. qwen-t07-s0")
     pair.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     args = parser.parse_args(argv)
-    commands = {"run": run, "signal": group_signal, "report": report, "summary": summary, "compare": compare}
+    commands = {
+        "run": run,
+        "signal": group_signal,
+        "reach": reach,
+        "report": report,
+        "summary": summary,
+        "compare": compare,
+    }
     commands[args.command](args)
 
 

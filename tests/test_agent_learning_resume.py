@@ -101,3 +101,32 @@ def test_dynamic_sampling_refills_a_step_from_further_tasks_of_the_pool(tmp_path
     assert result["optimizer_steps"] == 1 and result["episodes"] == 6  # one step: 3 rounds of 1 group of 2 episodes
     assert [block["groups/refill_rounds"] for block in result["blocks"]] == [2.0]
     assert len(played) == 1 and len(played[0]) == 3 and len(set(played[0])) == 3
+
+
+def test_reach_counts_each_items_successes_and_an_interrupted_one_continues(tmp_path, monkeypatch, one_torch_thread):
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    out = tmp_path / "reach.json"
+    tiny = ["--model", "tiny", "--warm-start", "2", "--held-out-per-level", "1", "--samples", "3", "--out", str(out)]
+    sampled, calls = module.sampled_episodes, []
+
+    def killed_on_the_third_key(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return sampled(*args, **kwargs)
+
+    monkeypatch.setattr(module, "sampled_episodes", killed_on_the_third_key)
+    with pytest.raises(KeyboardInterrupt):
+        module.main(["reach", *tiny])
+    partial = json.loads(out.with_suffix(".partial.json").read_text())
+    assert len(partial["done"]) == 2 and not out.exists()
+
+    monkeypatch.setattr(module, "sampled_episodes", sampled)
+    module.main(["reach", *tiny])
+    result = json.loads(out.read_text())
+    assert result["items"] == len(result["per_key"]) == 9 and not out.with_suffix(".partial.json").exists()
+    counts = [item["solved"] for item in result["per_item"]]
+    assert all(0 <= c <= 3 for c in counts) and all(len(item["answers"]) == 3 for item in result["per_item"])
+    assert result["none"] + result["some"] + result["all"] == 9
+    assert result["pass_at_k"] == sum(c > 0 for c in counts) / 9 and result["mean"] == sum(counts) / 27
