@@ -289,17 +289,21 @@ def run(args: argparse.Namespace) -> Path:
         cursor += n
         return out
 
+    def keep() -> None:
+        counters = {"played": played, "cursor": cursor, "train_seconds": train_seconds}
+        keep_progress(folder, trainer, progress | counters | {"seconds": earlier + time.perf_counter() - start})
+
     while played < args.episodes:
         if args.eval_every and played >= args.eval_every * (len(during) + 1):
             during.append({"played": played, "scores": held_out(adapter, policy, trainer, args, temperature)})
+            keep()  # a kill in the next step loses no scoring
             print(json.dumps({"played": played, "held_out": statistics.fmean(during[-1]["scores"])}), flush=True)
         steps = max(1, min(args.steps_per_call, -(-(args.episodes - played) // per_step)))
         metrics = trainer.train(take(steps * trainer.tasks_per_step), steps=steps, refill=take)
         played += len(trainer.episodes)
         train_seconds += metrics["train_time"]
         blocks.append({k: v for k, v in metrics.items() if not k.startswith("trl/")} | {"played": played})
-        counters = {"played": played, "cursor": cursor, "train_seconds": train_seconds}
-        keep_progress(folder, trainer, progress | counters | {"seconds": earlier + time.perf_counter() - start})
+        keep()
         print(
             json.dumps({"played": played, "reward": metrics["reward"], "step_time": metrics["step_time"]}), flush=True
         )

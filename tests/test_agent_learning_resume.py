@@ -69,6 +69,27 @@ def test_a_run_killed_during_grpo_continues_from_its_last_step_group(tmp_path, m
     assert cut["held_out_before"] == whole["held_out_before"]
 
 
+def test_a_held_out_scoring_during_a_run_is_kept_before_the_next_step(tmp_path, monkeypatch, one_torch_thread):
+    from genenv.agents.grpo import GRPOAgentTrainer
+
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    train, calls = GRPOAgentTrainer.train, []
+
+    def killed_on_the_second_group(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return train(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_the_second_group)
+    with pytest.raises(KeyboardInterrupt):
+        module.main(["run", "scored", "--runs-dir", str(tmp_path / "runs"), "--eval-every", "2", *TINY_RUN])
+    progress = json.loads((tmp_path / "state" / "agent_learning" / "runs" / "scored-s0" / "progress.json").read_text())
+    assert progress["played"] == 2 and [d["played"] for d in progress["during"]] == [2]
+    assert len(progress["during"][0]["scores"]) == 9
+
+
 def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
     module = load_script("benchmarks/agent_learning.py")
     folder, fresh = tmp_path / "cut-s0", tmp_path / "cut-s0.new"
