@@ -757,6 +757,17 @@ def report(args: argparse.Namespace) -> None:
     print(text)
 
 
+def warm_start_measurement(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with the arguments that pick a reasoning-gym warm start (for ``signal`` and ``reach``)."""
+    parser.set_defaults(bench="reasoning_gym")  # the measurements read reasoning-gym's families and levels
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
+    parser.add_argument("--warm-start", type=int, default=128)
+    parser.add_argument("--held-out-per-level", type=int, default=16)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -776,25 +787,17 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--eval-every", type=int, help="also score the held-out items after every this many episodes")
     one.add_argument("--set", nargs="*", help="overrides, e.g. agent.learning_rate=1e-4")
     one.add_argument("--runs-dir", type=Path, default=RESULTS / "runs", help="where the run's result is written")
-    signal = sub.add_parser("signal", help="mixed groups, within-task correlation and token entropy of the warm start")
-    signal.set_defaults(bench="reasoning_gym")  # the measurement reads reasoning-gym's families and levels
-    signal.add_argument("--seed", type=int, default=0)
-    signal.add_argument("--model", default="smollm2")
-    signal.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
-    signal.add_argument("--warm-start", type=int, default=128)
-    signal.add_argument("--held-out-per-level", type=int, default=16)
+    signal = warm_start_measurement(
+        sub.add_parser("signal", help="mixed groups, within-task correlation and token entropy of the warm start")
+    )
     signal.add_argument("--tasks-per-level", type=int, default=4, help="train tasks per family and level")
     signal.add_argument("--temperature", type=float, nargs="+", default=[1.0])
     signal.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays the same)")
     signal.add_argument("--tag", help="suffix of the result file's name")
     signal.add_argument("--chunk", type=int, default=10, help="tasks played in one batch (x G episodes)")
-    ceiling = sub.add_parser("reach", help="pass@k of the warm start on the held-out items: what sharpening can reach")
-    ceiling.set_defaults(bench="reasoning_gym")  # the measurement reads reasoning-gym's families and levels
-    ceiling.add_argument("--seed", type=int, default=0)
-    ceiling.add_argument("--model", default="smollm2")
-    ceiling.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
-    ceiling.add_argument("--warm-start", type=int, default=128)
-    ceiling.add_argument("--held-out-per-level", type=int, default=16)
+    ceiling = warm_start_measurement(
+        sub.add_parser("reach", help="pass@k of the warm start on the held-out items: what sharpening can reach")
+    )
     ceiling.add_argument("--samples", type=int, default=16, help="episodes of each held-out item")
     ceiling.add_argument("--temperature", type=float, default=0.7, help="their sampling temperature")
     ceiling.add_argument("--out", type=Path, help="the result file (default: results/agent_learning/reach/...)")

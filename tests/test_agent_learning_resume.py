@@ -29,6 +29,19 @@ def test_keys_kept_under_other_settings_are_refused_and_left_in_place(tmp_path):
     assert json.loads(partial.read_text())["done"] == {"1.0": {}}
 
 
+def killed_on_call(n: int, function):
+    """``function``, interrupted (as by a kill) on its ``n``-th call."""
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
 TINY_RUN = [
     "--model", "tiny", "--warm-start", "2", "--episodes", "6", "--steps-per-call", "1", "--held-out-per-level", "1",
     "--set", "agent.num_generations=2", "agent.gradient_accumulation_steps=2", "agent.max_new_tokens=8",
@@ -44,15 +57,8 @@ def test_a_run_killed_during_grpo_continues_from_its_last_step_group(tmp_path, m
     runs = tmp_path / "runs"
     module.main(["run", "whole", "--runs-dir", str(runs), *TINY_RUN])
 
-    train, calls = GRPOAgentTrainer.train, []
-
-    def killed_on_the_third_group(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return train(self, *args, **kwargs)
-
-    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_the_third_group)
+    train = GRPOAgentTrainer.train
+    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_call(3, train))
     with pytest.raises(KeyboardInterrupt):
         module.main(["run", "cut", "--runs-dir", str(runs), *TINY_RUN])
     kept = tmp_path / "state" / "agent_learning" / "runs" / "cut-s0"
@@ -74,15 +80,7 @@ def test_a_held_out_scoring_during_a_run_is_kept_before_the_next_step(tmp_path, 
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
     module = load_script("benchmarks/agent_learning.py")
-    train, calls = GRPOAgentTrainer.train, []
-
-    def killed_on_the_second_group(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return train(self, *args, **kwargs)
-
-    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_the_second_group)
+    monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_call(2, GRPOAgentTrainer.train))
     with pytest.raises(KeyboardInterrupt):
         module.main(["run", "scored", "--runs-dir", str(tmp_path / "runs"), "--eval-every", "2", *TINY_RUN])
     progress = json.loads((tmp_path / "state" / "agent_learning" / "runs" / "scored-s0" / "progress.json").read_text())
@@ -129,15 +127,8 @@ def test_reach_counts_each_items_successes_and_an_interrupted_one_continues(tmp_
     module = load_script("benchmarks/agent_learning.py")
     out = tmp_path / "reach.json"
     tiny = ["--model", "tiny", "--warm-start", "2", "--held-out-per-level", "1", "--samples", "3", "--out", str(out)]
-    sampled, calls = module.sampled_episodes, []
-
-    def killed_on_the_third_key(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return sampled(*args, **kwargs)
-
-    monkeypatch.setattr(module, "sampled_episodes", killed_on_the_third_key)
+    sampled = module.sampled_episodes
+    monkeypatch.setattr(module, "sampled_episodes", killed_on_call(3, sampled))
     with pytest.raises(KeyboardInterrupt):
         module.main(["reach", *tiny])
     partial = json.loads(out.with_suffix(".partial.json").read_text())
