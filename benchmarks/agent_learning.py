@@ -437,6 +437,8 @@ def reach(args: argparse.Namespace) -> Path:
     from genenv.checkpoints import write_atomic
     from genenv.machine import load_average
 
+    if args.samples < 1:
+        raise SystemExit(f"--samples must be at least 1, got {args.samples}")
     adapter, policy, trainer, _ = build(args, settings_of(args, {}))
     tasks = adapter.load_tasks(BENCHES[args.bench]["held_out"])
     by_key: dict[str, list[int]] = {}

@@ -142,3 +142,10 @@ def test_reach_counts_each_items_successes_and_an_interrupted_one_continues(tmp_
     assert all(0 <= c <= 3 for c in counts) and all(len(item["answers"]) == 3 for item in result["per_item"])
     assert result["none"] + result["some"] + result["all"] == 9
     assert result["pass_at_k"] == sum(c > 0 for c in counts) / 9 and result["mean"] == sum(counts) / 27
+
+
+def test_reach_refuses_fewer_than_one_sample_before_loading_anything(tmp_path):
+    module = load_script("benchmarks/agent_learning.py")
+    with pytest.raises(SystemExit, match="--samples must be at least 1, got 0"):
+        module.main(["reach", "--model", "tiny", "--samples", "0", "--out", str(tmp_path / "reach.json")])
+    assert not list(tmp_path.iterdir())
