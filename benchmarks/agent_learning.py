@@ -97,21 +97,27 @@ def settings_of(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str
 def held_out_name(args: argparse.Namespace) -> str:
     """What identifies a run's held-out items within its warm start's folder."""
     if args.bench == "reasoning_gym":
-        return str(args.held_out_per_level)
+        return str(args.held_out_per_level) + ("-" + "+".join(args.families) if args.families else "")
     return f"{BENCHES[args.bench]['held_out']}-{args.held_out_limit}"
 
 
-def reasoning_gym_adapter(answer_format: str, held_out_per_level: int):
-    """The reasoning-gym testbed: FAMILIES in ``answer_format``, ``held_out_per_level`` validation items a key."""
+def reasoning_gym_adapter(answer_format: str, held_out_per_level: int, families: list[str] | None = None):
+    """The reasoning-gym testbed: ``families`` (default FAMILIES) in ``answer_format``, ``held_out_per_level``
+    validation items a key."""
     from genenv.benchmarks.base import get_benchmark
 
     return get_benchmark(
-        "reasoning_gym", families=FAMILIES, answer_format=answer_format, validation_per_level=held_out_per_level
+        "reasoning_gym",
+        families=families or FAMILIES,
+        answer_format=answer_format,
+        validation_per_level=held_out_per_level,
     )
 
 
 def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
-    """The adapter, the policy and its GRPO trainer, the warm start restored or computed."""
+    """The adapter, the policy and its GRPO trainer, the warm start restored or computed. On reasoning-gym the
+    adapter holds ``args.families`` (default FAMILIES) and the warm start is always FAMILIES' (one warm start a seed
+    for every testbed)."""
     import torch
 
     from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
@@ -122,9 +128,12 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     from genenv.llm.models import load_policy
 
     if args.bench == "reasoning_gym":
-        adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level)
+        warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level)
+        adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level, args.families)
+    elif args.families:
+        raise SystemExit(f"--families picks reasoning-gym family-levels; --bench {args.bench} has none")
     else:
-        adapter = get_benchmark(args.bench)
+        adapter = warm_adapter = get_benchmark(args.bench)
     torch.manual_seed(args.seed)
     policy = load_policy(args.model, device="cpu", seed=args.seed)
     config = GRPOAgentConfig(**{**agent_settings, "seed": args.seed, "output_dir": str(state_root() / "trl")})
@@ -138,9 +147,9 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
     else:
-        tasks = adapter.load_tasks("train")
+        tasks = warm_adapter.load_tasks("train")
         random.Random(args.seed).shuffle(tasks)
-        conversations = [c for c in (expert_conversation(adapter, t) for t in tasks[: args.warm_start]) if c]
+        conversations = [c for c in (expert_conversation(warm_adapter, t) for t in tasks[: args.warm_start]) if c]
         sft = WarmStartTrainer(
             trainer.model,
             policy.tokenizer,
@@ -208,8 +217,10 @@ def progress_folder(args: argparse.Namespace) -> Path:
 
 
 def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The arguments a continued run must share with the run it continues (all but where the result goes)."""
-    return {k: str(v) if isinstance(v, Path) else v for k, v in sorted(vars(args).items()) if k != "runs_dir"}
+    """The arguments a continued run must share with the run it continues (all but where the result goes; the
+    families only when given, as runs on the default testbed were kept without them)."""
+    skipped = {"runs_dir"} | ({"families"} if args.families is None else set())
+    return {k: str(v) if isinstance(v, Path) else v for k, v in sorted(vars(args).items()) if k not in skipped}
 
 
 def fresh_copy(folder: Path) -> Path:
@@ -314,6 +325,7 @@ def run(args: argparse.Namespace) -> Path:
         "bench": args.bench,
         "model": args.model,
         "answer_format": args.answer_format if args.bench == "reasoning_gym" else None,
+        "families": (args.families or FAMILIES) if args.bench == "reasoning_gym" else None,
         "warm_start_examples": args.warm_start,
         "eval": args.eval,
         "eval_temperature": None if args.eval == "greedy" else temperature,
@@ -349,15 +361,12 @@ def group_signal(args: argparse.Namespace) -> Path:
     import numpy as np
     import torch
 
-    from genenv.benchmarks.base import get_benchmark
     from genenv.checkpoints import write_atomic
     from genenv.llm.generation import SamplingConfig
     from genenv.machine import load_average
 
     settings = dict(AGENT)
     adapter, policy, trainer, _ = build(args, settings)
-    if args.families:
-        adapter = get_benchmark("reasoning_gym", families=args.families, answer_format=args.answer_format)
     group = settings["num_generations"]
     by_key: dict[str, list] = {}
     for task in adapter.load_tasks("train"):
@@ -447,6 +456,7 @@ def reach(args: argparse.Namespace) -> Path:
     out = args.out or RESULTS / "reach" / f"{args.model}-s{args.seed}-t{args.temperature}-k{args.samples}.json"
     partial = out.with_suffix(".partial.json")
     measured = {"samples": args.samples, "temperature": args.temperature, "held_out_per_level": args.held_out_per_level}
+    measured |= {"families": args.families} if args.families else {}
     kept = resumed(partial, measured | {"warm_start": args.warm_start})
     done = kept["done"]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -599,11 +609,12 @@ def held_out_questions(run: dict[str, Any]) -> list[str]:
     """The question of each held-out item of a reasoning-gym ``run`` (its validation split, in scoring order)."""
     from genenv.benchmarks.reasoning_gym import parse_family_entry
 
-    keys = sum(len(parse_family_entry(entry)[1]) for entry in FAMILIES)
+    families = run.get("families") or FAMILIES
+    keys = sum(len(parse_family_entry(entry)[1]) for entry in families)
     per_level, rest = divmod(len(run["held_out_before"]), keys)
     if rest:
         raise ValueError(f"{len(run['held_out_before'])} held-out items are not a whole number per family and level")
-    adapter = reasoning_gym_adapter(run["answer_format"], per_level)
+    adapter = reasoning_gym_adapter(run["answer_format"], per_level, families)
     return [task.prompt for task in adapter.load_tasks(BENCHES["reasoning_gym"]["held_out"])]
 
 
@@ -626,7 +637,14 @@ def summary(args: argparse.Namespace) -> None:
         raise SystemExit(f"summary needs at least 2 seeds of {args.name!r}, found {len(runs)}")
     settings = {
         json.dumps(
-            [r["overrides"], r["eval"], r.get("eval_temperature"), r["model"], r.get("bench", "reasoning_gym")],
+            [
+                r["overrides"],
+                r["eval"],
+                r.get("eval_temperature"),
+                r["model"],
+                r.get("bench", "reasoning_gym"),
+                r.get("families") or FAMILIES,
+            ],
             sort_keys=True,
         )
         for r in runs
@@ -767,6 +785,7 @@ def warm_start_measurement(parser: argparse.ArgumentParser) -> argparse.Argument
     parser.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
     parser.add_argument("--warm-start", type=int, default=128)
     parser.add_argument("--held-out-per-level", type=int, default=16)
+    parser.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays FAMILIES')")
     return parser
 
 
@@ -784,6 +803,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
     one.add_argument("--held-out-per-level", type=int, default=16, help="reasoning_gym: held-out items per key")
     one.add_argument("--held-out-limit", type=int, default=100, help="apibank: held-out level-1 API samples")
+    one.add_argument("--families", nargs="+", help="reasoning_gym: held-out, train family@levels")
     one.add_argument("--eval", default="greedy", choices=("greedy", "mean4"))
     one.add_argument("--eval-temperature", type=float, help="mean4's sampling temperature (default: the rollouts')")
     one.add_argument("--eval-every", type=int, help="also score the held-out items after every this many episodes")
@@ -794,7 +814,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     signal.add_argument("--tasks-per-level", type=int, default=4, help="train tasks per family and level")
     signal.add_argument("--temperature", type=float, nargs="+", default=[1.0])
-    signal.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays the same)")
     signal.add_argument("--tag", help="suffix of the result file's name")
     signal.add_argument("--chunk", type=int, default=10, help="tasks played in one batch (x G episodes)")
     ceiling = warm_start_measurement(

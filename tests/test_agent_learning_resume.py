@@ -149,3 +149,32 @@ def test_reach_refuses_fewer_than_one_sample_before_loading_anything(tmp_path):
     with pytest.raises(SystemExit, match="--samples must be at least 1, got 0"):
         module.main(["reach", "--model", "tiny", "--samples", "0", "--out", str(tmp_path / "reach.json")])
     assert not list(tmp_path.iterdir())
+
+
+def test_a_run_on_chosen_families_holds_out_and_trains_on_them_from_the_same_warm_start(
+    tmp_path, monkeypatch, one_torch_thread
+):
+    from genenv.agents.grpo import GRPOAgentTrainer
+
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    train, played = GRPOAgentTrainer.train, []
+
+    def recorded(self, *args, **kwargs):
+        metrics = train(self, *args, **kwargs)
+        played.extend(self.adapter.family(e.task) for e in self.episodes)
+        return metrics
+
+    monkeypatch.setattr(GRPOAgentTrainer, "train", recorded)
+    runs = tmp_path / "runs"
+    module.main(["run", "all", "--runs-dir", str(runs), *TINY_RUN])
+    played.clear()
+    chosen = ["basic_arithmetic@2", "chain_sum@1-2"]
+    module.main(["run", "some", "--runs-dir", str(runs), "--families", *chosen, *TINY_RUN])
+    result = json.loads((runs / "some-s0.json").read_text())
+    assert result["families"] == chosen and len(result["held_out_before"]) == len(result["held_out_after"]) == 3
+    assert set(played) <= {"basic_arithmetic@2", "chain_sum@1", "chain_sum@2"} and len(played) == 6
+    assert len(list((tmp_path / "state" / "agent_learning").glob("warm-*"))) == 1  # one warm start for both
+    assert len(module.held_out_questions(result)) == 3
+    with pytest.raises(SystemExit, match="--bench apibank has none"):
+        module.main(["run", "api", "--bench", "apibank", "--families", "chain_sum@1", *TINY_RUN])
