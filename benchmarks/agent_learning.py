@@ -13,7 +13,8 @@
 
 No simulator: GRPO plays tasks of the benchmark's ``train`` split (the base data), so what is measured is the agent's
 update alone. ``--bench reasoning_gym`` (the default) scores the ``validation`` split's items, ``--held-out-per-level``
-per family and level; ``--bench apibank`` scores the API-Bank learning run's held-out samples (the first
+per family and level of FAMILIES, or of ``--families`` (which also picks the train pool; the warm start stays
+FAMILIES'); ``--bench apibank`` scores the API-Bank learning run's held-out samples (the first
 ``--held-out-limit`` level-1 API samples in the order ``genenv.coevolution.held_out_tasks`` fixes, 100 by default:
 ``experiments/curriculum/results/apibank_learning``) with the official scoring, and trains on the expert traces and
 tasks of API-Bank's training split (``--model qwen05`` there, as in that run). The warm start (SFT on
