@@ -129,12 +129,11 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     from genenv.llm.models import load_policy
 
     if args.bench == "reasoning_gym":
-        warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level)
         adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level, args.families)
     elif args.families:
         raise SystemExit(f"--families picks reasoning-gym family-levels; --bench {args.bench} has none")
     else:
-        adapter = warm_adapter = get_benchmark(args.bench)
+        adapter = get_benchmark(args.bench)
     torch.manual_seed(args.seed)
     policy = load_policy(args.model, device="cpu", seed=args.seed)
     config = GRPOAgentConfig(**{**agent_settings, "seed": args.seed, "output_dir": str(state_root() / "trl")})
@@ -148,6 +147,7 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
     else:
+        warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level) if args.families else adapter
         tasks = warm_adapter.load_tasks("train")
         random.Random(args.seed).shuffle(tasks)
         conversations = [c for c in (expert_conversation(warm_adapter, t) for t in tasks[: args.warm_start]) if c]
