@@ -174,7 +174,12 @@ def test_a_run_on_chosen_families_holds_out_and_trains_on_them_from_the_same_war
     result = json.loads((runs / "some-s0.json").read_text())
     assert result["families"] == chosen and len(result["held_out_before"]) == len(result["held_out_after"]) == 3
     assert set(played) <= {"basic_arithmetic@2", "chain_sum@1", "chain_sum@2"} and len(played) == 6
-    assert len(list((tmp_path / "state" / "agent_learning").glob("warm-*"))) == 1  # one warm start for both
+    (warm,) = (tmp_path / "state" / "agent_learning").glob("warm-*")  # one warm start for both
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "other"))  # the chosen families' run computes it alone
+    module.main(["run", "some", "--runs-dir", str(tmp_path / "other-runs"), "--families", *chosen, *TINY_RUN])
+    (alone,) = (tmp_path / "other" / "agent_learning").glob("warm-*")
+    assert alone.name == warm.name
+    assert (alone / "adapter_model.safetensors").read_bytes() == (warm / "adapter_model.safetensors").read_bytes()
     assert len(module.held_out_questions(result)) == 3
     with pytest.raises(SystemExit, match="--bench apibank has none"):
         module.main(["run", "api", "--bench", "apibank", "--families", "chain_sum@1", *TINY_RUN])
