@@ -102,6 +102,17 @@ def held_out_name(args: argparse.Namespace) -> str:
     return f"{BENCHES[args.bench]['held_out']}-{args.held_out_limit}"
 
 
+#: the agent settings that shape a held-out episode besides its temperature
+EPISODE_KEYS = ("max_new_tokens", "max_turns", "few_shot")
+
+
+def episode_settings_name(args: argparse.Namespace, settings: dict[str, Any]) -> str:
+    """The episode settings of ``settings`` that differ from the benchmark's (``-key value`` each, "" for none): a
+    held-out score cached with the warm start is reused only by runs that play its episodes alike."""
+    defaults = settings_of(args, {})
+    return "".join(f"-{key}{settings[key]}" for key in EPISODE_KEYS if settings[key] != defaults[key])
+
+
 def reasoning_gym_adapter(answer_format: str, held_out_per_level: int, families: list[str] | None = None):
     """The reasoning-gym testbed: ``families`` (default FAMILIES) in ``answer_format``, ``held_out_per_level``
     validation items a key."""
@@ -272,7 +283,7 @@ def run(args: argparse.Namespace) -> Path:
     adapter, policy, trainer, warm = build(args, settings)
     temperature = settings["temperature"] if args.eval_temperature is None else args.eval_temperature
     scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
-    cache = warm / f"held_out-{args.eval}{scored_at}-{held_out_name(args)}.json"
+    cache = warm / f"held_out-{args.eval}{scored_at}{episode_settings_name(args, settings)}-{held_out_name(args)}.json"
     if cache.exists():
         before = json.loads(cache.read_text())
     else:

@@ -183,3 +183,15 @@ def test_a_run_on_chosen_families_holds_out_and_trains_on_them_from_the_same_war
     assert len(module.held_out_questions(result)) == 3
     with pytest.raises(SystemExit, match="--bench apibank has none"):
         module.main(["run", "api", "--bench", "apibank", "--families", "chain_sum@1", *TINY_RUN])
+
+
+def test_a_run_with_longer_turns_scores_its_warm_start_afresh(tmp_path, monkeypatch, one_torch_thread):
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    short = ["2" if a == "6" else a for a in TINY_RUN]  # one step: the warm start's scoring is what is tested
+    longer = [a.replace("max_new_tokens=8", "max_new_tokens=12") for a in short]
+    for name, arguments in (("short", short), ("long", longer)):
+        module.main(["run", name, "--runs-dir", str(tmp_path / "runs"), *arguments])
+    (warm,) = (tmp_path / "state" / "agent_learning").glob("warm-*")
+    cached = sorted(p.name for p in warm.glob("held_out-*"))
+    assert cached == ["held_out-greedy-max_new_tokens12-1.json", "held_out-greedy-max_new_tokens8-1.json"]
