@@ -29,7 +29,7 @@ def test_an_apibank_run_scores_the_learning_runs_samples_and_shares_its_warm_sta
     assert all(score in (0.0, 1.0) for score in first["held_out_before"] + first["held_out_after"])
     assert first["episodes"] >= 4 and first["optimizer_steps"] >= 1
     warm = list((tmp_path / "state" / "agent_learning").glob("warm-tiny-apibank-n2-*-s3"))
-    assert len(warm) == 1 and (warm[0] / "held_out-greedy-level-1-api-3.json").exists()
+    assert len(warm) == 1 and (warm[0] / "held_out-greedy-max_new_tokens8-max_turns2-level-1-api-3.json").exists()
 
     module.main(["run", "second", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
     second = json.loads((runs / "second-s3.json").read_text())
