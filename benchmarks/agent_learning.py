@@ -106,11 +106,14 @@ def held_out_name(args: argparse.Namespace) -> str:
 EPISODE_KEYS = ("max_new_tokens", "max_turns", "few_shot")
 
 
-def episode_settings_name(args: argparse.Namespace, settings: dict[str, Any]) -> str:
-    """The episode settings of ``settings`` that differ from the benchmark's (``-key value`` each, "" for none): a
-    held-out score cached with the warm start is reused only by runs that play its episodes alike."""
+def held_out_cache_name(args: argparse.Namespace, settings: dict[str, Any], temperature: float) -> str:
+    """The file, in the warm start's folder, of its held-out score: how it is scored (``--eval``, temperature), the
+    episode settings of ``settings`` that differ from the benchmark's (``-key value`` each), the items. Only runs that
+    would score the warm start alike share it."""
+    scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
     defaults = settings_of(args, {})
-    return "".join(f"-{key}{settings[key]}" for key in EPISODE_KEYS if settings[key] != defaults[key])
+    played = "".join(f"-{key}{settings[key]}" for key in EPISODE_KEYS if settings[key] != defaults[key])
+    return f"held_out-{args.eval}{scored_at}{played}-{held_out_name(args)}.json"
 
 
 def reasoning_gym_adapter(answer_format: str, held_out_per_level: int, families: list[str] | None = None):
@@ -282,8 +285,7 @@ def run(args: argparse.Namespace) -> Path:
     start = time.perf_counter()
     adapter, policy, trainer, warm = build(args, settings)
     temperature = settings["temperature"] if args.eval_temperature is None else args.eval_temperature
-    scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
-    cache = warm / f"held_out-{args.eval}{scored_at}{episode_settings_name(args, settings)}-{held_out_name(args)}.json"
+    cache = warm / held_out_cache_name(args, settings, temperature)
     if cache.exists():
         before = json.loads(cache.read_text())
     else:
