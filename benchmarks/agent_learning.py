@@ -17,16 +17,16 @@ per family and level of FAMILIES, or of ``--families`` (which also picks the tra
 FAMILIES'); ``--bench apibank`` scores the API-Bank learning run's held-out samples (the first
 ``--held-out-limit`` level-1 API samples in the order ``genenv.coevolution.held_out_tasks`` fixes, 100 by default:
 ``experiments/curriculum/results/apibank_learning``) with the official scoring, and trains on the expert traces and
-tasks of API-Bank's training split (``--model qwen05`` there, as in that run). The warm start (SFT on
-``--warm-start`` expert traces of the same split) is computed once per benchmark, model, seed, answer format and LoRA
-shape and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git); runs of one seed start from the
-very same weights, so their held-out scores are paired item by item. A run stops after the optimizer step in which it
-has played ``--episodes`` episodes (dynamic sampling's refills, further tasks of the pool, count), and writes
-``<NAME>-s<SEED>.json`` into ``--runs-dir`` (default: ``runs/`` beside this file's results): the settings, every
-held-out item's score before and after (and every ``--eval-every`` episodes), the agent's metrics per step group,
-seconds, peak RSS and the load average. After every step group the run keeps its adapter, optimizer and progress under
-``$GENENV_STATE_DIR/agent_learning/runs/<NAME>-s<SEED>``: started again with the same arguments, a killed run
-continues from its last group (its result counts the resumes); the folder goes once the result is written.
+tasks of API-Bank's training split (``--model qwen05`` there, as in that run). The warm start (SFT on ``--warm-start``
+expert traces of the same split) is computed once per benchmark, model, seed, answer format, LoRA shape and worked
+exchanges shown (``agent.few_shot``) and kept under ``$GENENV_STATE_DIR/agent_learning`` (run state, never in git);
+runs of one seed start from the very same weights, so their held-out scores are paired item by item. A run stops after
+the optimizer step in which it has played ``--episodes`` episodes (dynamic sampling's refills, further tasks of the
+pool, count), and writes ``<NAME>-s<SEED>.json`` into ``--runs-dir`` (default: ``runs/`` beside this file's results):
+the settings, every held-out item's score before and after (and every ``--eval-every`` episodes), the agent's metrics
+per step group, seconds, peak RSS and the load average. After every step group the run keeps its adapter, optimizer
+and progress under ``$GENENV_STATE_DIR/agent_learning/runs/<NAME>-s<SEED>``: started again with the same arguments, a
+killed run continues from its last group (its result counts the resumes); the folder goes once the result is written.
 
 Held-out scoring: ``--eval greedy`` (one greedy episode per item) or ``--eval mean4`` (the mean of 4 episodes at
 ``--eval-temperature``, by default the rollouts' temperature: less noisy, and it sees a shift of probability that has
@@ -157,7 +157,9 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
         str(agent_settings[k]) if k != "lora_target_modules" else str(len(agent_settings[k])) for k in LORA_KEYS
     ) + (f"-d{lora_dropout}" if lora_dropout else "")
     data = args.answer_format if args.bench == "reasoning_gym" else args.bench
-    folder = state_root() / f"warm-{args.model}-{data}-n{args.warm_start}-lora{lora}-s{args.seed}"
+    few_shot = agent_settings["few_shot"]  # the exchanges shown before each trace: named when not the benchmark's
+    shown = "" if few_shot == settings_of(args, {})["few_shot"] else f"-few_shot{few_shot}"
+    folder = state_root() / f"warm-{args.model}-{data}-n{args.warm_start}-lora{lora}{shown}-s{args.seed}"
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
     else:

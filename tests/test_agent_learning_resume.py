@@ -195,3 +195,13 @@ def test_a_run_with_longer_turns_scores_its_warm_start_afresh(tmp_path, monkeypa
     (warm,) = (tmp_path / "state" / "agent_learning").glob("warm-*")
     cached = sorted(p.name for p in warm.glob("held_out-*"))
     assert cached == ["held_out-greedy-max_new_tokens12-1.json", "held_out-greedy-max_new_tokens8-1.json"]
+
+
+def test_a_run_shown_other_exchanges_trains_its_own_warm_start(tmp_path, monkeypatch, one_torch_thread):
+    monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
+    module = load_script("benchmarks/agent_learning.py")
+    short = ["2" if a == "6" else a for a in TINY_RUN]
+    module.main(["run", "bare", "--runs-dir", str(tmp_path / "runs"), *short])
+    module.main(["run", "shown", "--runs-dir", str(tmp_path / "runs"), *short, "agent.few_shot=generic"])
+    warm = sorted(p.name for p in (tmp_path / "state" / "agent_learning").glob("warm-*"))
+    assert len(warm) == 2 and warm[0].replace("-few_shotgeneric", "") == warm[1]
