@@ -106,14 +106,18 @@ def held_out_name(args: argparse.Namespace) -> str:
 EPISODE_KEYS = ("max_new_tokens", "max_turns", "few_shot")
 
 
+def overridden(args: argparse.Namespace, settings: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """``-key value`` for each of ``keys`` whose value in ``settings`` differs from the benchmark's ("" for none)."""
+    defaults = settings_of(args, {})
+    return "".join(f"-{key}{settings[key]}" for key in keys if settings[key] != defaults[key])
+
+
 def held_out_cache_name(args: argparse.Namespace, settings: dict[str, Any], temperature: float) -> str:
     """The file, in the warm start's folder, of its held-out score: how it is scored (``--eval``, temperature), the
-    episode settings of ``settings`` that differ from the benchmark's (``-key value`` each), the items. Only runs that
-    would score the warm start alike share it."""
+    episode settings of ``settings`` that differ from the benchmark's, the items. Only runs that would score the warm
+    start alike share it."""
     scored_at = "" if args.eval == "greedy" else f"-t{temperature}"
-    defaults = settings_of(args, {})
-    played = "".join(f"-{key}{settings[key]}" for key in EPISODE_KEYS if settings[key] != defaults[key])
-    return f"held_out-{args.eval}{scored_at}{played}-{held_out_name(args)}.json"
+    return f"held_out-{args.eval}{scored_at}{overridden(args, settings, EPISODE_KEYS)}-{held_out_name(args)}.json"
 
 
 def reasoning_gym_adapter(answer_format: str, held_out_per_level: int, families: list[str] | None = None):
@@ -157,8 +161,7 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
         str(agent_settings[k]) if k != "lora_target_modules" else str(len(agent_settings[k])) for k in LORA_KEYS
     ) + (f"-d{lora_dropout}" if lora_dropout else "")
     data = args.answer_format if args.bench == "reasoning_gym" else args.bench
-    few_shot = agent_settings["few_shot"]  # the exchanges shown before each trace: named when not the benchmark's
-    shown = "" if few_shot == settings_of(args, {})["few_shot"] else f"-few_shot{few_shot}"
+    shown = overridden(args, agent_settings, ("few_shot",))  # the exchanges shown before each trace
     folder = state_root() / f"warm-{args.model}-{data}-n{args.warm_start}-lora{lora}{shown}-s{args.seed}"
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
