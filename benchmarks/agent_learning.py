@@ -102,6 +102,9 @@ def held_out_name(args: argparse.Namespace) -> str:
     return f"{BENCHES[args.bench]['held_out']}-{args.held_out_limit}"
 
 
+#: expert traces of the warm start unless ``--warm-start`` says otherwise
+WARM_START = 128
+
 #: the agent settings that shape a held-out episode besides its temperature
 EPISODE_KEYS = ("max_new_tokens", "max_turns", "few_shot")
 
@@ -472,7 +475,8 @@ def reach(args: argparse.Namespace) -> Path:
     by_key: dict[str, list[int]] = {}
     for i, task in enumerate(tasks):
         by_key.setdefault(adapter.family(task), []).append(i)
-    out = args.out or RESULTS / "reach" / f"{args.model}-s{args.seed}-t{args.temperature}-k{args.samples}.json"
+    traces = "" if args.warm_start == WARM_START else f"-n{args.warm_start}"
+    out = args.out or RESULTS / "reach" / f"{args.model}{traces}-s{args.seed}-t{args.temperature}-k{args.samples}.json"
     partial = out.with_suffix(".partial.json")
     measured = {"samples": args.samples, "temperature": args.temperature, "held_out_per_level": args.held_out_per_level}
     measured |= {"families": args.families} if args.families else {}
@@ -802,7 +806,7 @@ def warm_start_measurement(parser: argparse.ArgumentParser) -> argparse.Argument
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
-    parser.add_argument("--warm-start", type=int, default=128)
+    parser.add_argument("--warm-start", type=int, default=WARM_START, help="expert traces of the warm start")
     parser.add_argument("--held-out-per-level", type=int, default=16)
     parser.add_argument("--families", nargs="+", help="measure on these family@levels (the warm start stays FAMILIES')")
     return parser
@@ -817,7 +821,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--bench", default="reasoning_gym", choices=sorted(BENCHES))
     one.add_argument("--model", default="smollm2")
     one.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
-    one.add_argument("--warm-start", type=int, default=128, help="expert traces of the warm start")
+    one.add_argument("--warm-start", type=int, default=WARM_START, help="expert traces of the warm start")
     one.add_argument("--episodes", type=int, default=512, help="GRPO episodes to play (refills included)")
     one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
     one.add_argument("--held-out-per-level", type=int, default=16, help="reasoning_gym: held-out items per key")
