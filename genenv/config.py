@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
 def require_bench(cfg: DictConfig) -> DictConfig:
@@ -35,7 +35,7 @@ def adapter_options(cfg: DictConfig) -> dict:
 
 
 def model_few_shot(model: str) -> str:
-    """The worked exchanges ``model`` is shown: ``few_shot`` of ``configs/model/<model>.yaml`` (``generic`` for a
+    """The worked exchanges ``model`` is shown: ``few_shot`` of ``genenv/configs/model/<model>.yaml`` (``generic`` for a
     model without a config, such as an HF path)."""
     path = CONFIG_DIR / "model" / f"{model}.yaml"
     return str(OmegaConf.load(path).get("few_shot", "generic")) if path.exists() else "generic"

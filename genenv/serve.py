@@ -4,7 +4,7 @@ One WebSocket session per client, each with its own :class:`~genenv.envs.tool_en
 what :class:`~genenv.integrations.openenv.GenEnvClient` speaks), plus OpenEnv's ``/schema``, ``/health``,
 ``/metadata``, ``/state`` and genenv's ``/sessions``. Rewards are the official scores (the adapter's
 ``reporting_adapter``). A session ends with its connection; the server pings every client and closes the session
-of one that stops answering for ``idle_timeout_s`` (a killed or frozen client). Settings: ``configs/serve.yaml``.
+of one that stops answering for ``idle_timeout_s`` (a killed or frozen client). Settings: ``genenv/configs/serve.yaml``.
 """
 
 from __future__ import annotations

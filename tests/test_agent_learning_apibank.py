@@ -1,4 +1,4 @@
-"""benchmarks/agent_learning.py on API-Bank: the learning run's held-out samples, officially scored; warm start kept."""
+"""experiments/agent_learning/agent_learning.py on API-Bank: the learning run's held-out samples, officially scored; warm start kept."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_an_apibank_run_scores_the_learning_runs_samples_and_shares_its_warm_sta
 ):
     data_dir("apibank")
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     runs = tmp_path / "runs"
     module.main(["run", "first", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
     first = json.loads((runs / "first-s3.json").read_text())

@@ -1,4 +1,4 @@
-"""benchmarks/agent_learning.py: an interrupted signal measurement or run continues only with the settings it began
+"""experiments/agent_learning/agent_learning.py: an interrupted signal measurement or run continues only with the settings it began
 with."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ SETTINGS = {"tasks_per_level": 20, "families": ["chain_sum@0-4"], "warm_start": 
 
 
 def test_a_fresh_measurement_starts_empty_and_a_kept_one_continues(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     partial = tmp_path / "signal.partial.json"
     assert module.resumed(partial, SETTINGS) == {"settings": SETTINGS, "done": {}}
     kept = {"settings": SETTINGS, "done": {"0.7": {"chain_sum@0": {"solved": [1.0, 0.0]}}}}
@@ -21,7 +21,7 @@ def test_a_fresh_measurement_starts_empty_and_a_kept_one_continues(tmp_path):
 
 
 def test_keys_kept_under_other_settings_are_refused_and_left_in_place(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     partial = tmp_path / "signal.partial.json"
     partial.write_text(json.dumps({"settings": {**SETTINGS, "tasks_per_level": 8}, "done": {"1.0": {}}}))
     with pytest.raises(SystemExit, match="tasks_per_level': 8"):
@@ -53,7 +53,7 @@ def test_a_run_killed_during_grpo_continues_from_its_last_step_group(tmp_path, m
     from genenv.agents.grpo import GRPOAgentTrainer
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     runs = tmp_path / "runs"
     module.main(["run", "whole", "--runs-dir", str(runs), *TINY_RUN])
 
@@ -79,7 +79,7 @@ def test_a_held_out_scoring_during_a_run_is_kept_before_the_next_step(tmp_path, 
     from genenv.agents.grpo import GRPOAgentTrainer
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     monkeypatch.setattr(GRPOAgentTrainer, "train", killed_on_call(2, GRPOAgentTrainer.train))
     with pytest.raises(KeyboardInterrupt):
         module.main(["run", "scored", "--runs-dir", str(tmp_path / "runs"), "--eval-every", "2", *TINY_RUN])
@@ -89,7 +89,7 @@ def test_a_held_out_scoring_during_a_run_is_kept_before_the_next_step(tmp_path, 
 
 
 def test_progress_written_but_not_yet_swapped_in_is_the_one_kept(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     folder, fresh = tmp_path / "cut-s0", tmp_path / "cut-s0.new"
     fresh.mkdir()
     (folder / "trainer").mkdir(parents=True)  # the old copy, killed half removed: its progress.json already gone
@@ -105,7 +105,7 @@ def test_dynamic_sampling_refills_a_step_from_further_tasks_of_the_pool(tmp_path
     from genenv.agents.grpo import GRPOAgentTrainer
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     train, played = GRPOAgentTrainer.train, []
 
     def recorded(self, *args, **kwargs):
@@ -124,7 +124,7 @@ def test_dynamic_sampling_refills_a_step_from_further_tasks_of_the_pool(tmp_path
 
 def test_reach_counts_each_items_successes_and_an_interrupted_one_continues(tmp_path, monkeypatch, one_torch_thread):
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     out = tmp_path / "reach.json"
     tiny = ["--model", "tiny", "--warm-start", "2", "--held-out-per-level", "1", "--samples", "3", "--out", str(out)]
     sampled = module.sampled_episodes
@@ -145,7 +145,7 @@ def test_reach_counts_each_items_successes_and_an_interrupted_one_continues(tmp_
 
 
 def test_reach_refuses_fewer_than_one_sample_before_loading_anything(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     with pytest.raises(SystemExit, match="--samples must be at least 1, got 0"):
         module.main(["reach", "--model", "tiny", "--samples", "0", "--out", str(tmp_path / "reach.json")])
     assert not list(tmp_path.iterdir())
@@ -157,7 +157,7 @@ def test_a_run_on_chosen_families_holds_out_and_trains_on_them_from_the_same_war
     from genenv.agents.grpo import GRPOAgentTrainer
 
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     train, played = GRPOAgentTrainer.train, []
 
     def recorded(self, *args, **kwargs):
@@ -187,7 +187,7 @@ def test_a_run_on_chosen_families_holds_out_and_trains_on_them_from_the_same_war
 
 def test_a_run_with_longer_turns_scores_its_warm_start_afresh(tmp_path, monkeypatch, one_torch_thread):
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     short = ["2" if a == "6" else a for a in TINY_RUN]  # one step: the warm start's scoring is what is tested
     longer = [a.replace("max_new_tokens=8", "max_new_tokens=12") for a in short]
     for name, arguments in (("short", short), ("long", longer)):
@@ -199,7 +199,7 @@ def test_a_run_with_longer_turns_scores_its_warm_start_afresh(tmp_path, monkeypa
 
 def test_a_run_shown_other_exchanges_trains_its_own_warm_start(tmp_path, monkeypatch, one_torch_thread):
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     short = ["2" if a == "6" else a for a in TINY_RUN]
     module.main(["run", "bare", "--runs-dir", str(tmp_path / "runs"), *short])
     module.main(["run", "shown", "--runs-dir", str(tmp_path / "runs"), *short, "agent.few_shot=generic"])

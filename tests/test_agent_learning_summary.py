@@ -1,4 +1,4 @@
-"""benchmarks/agent_learning.py summary and compare: the verdict's numbers, the rise with the copies of a question
+"""experiments/agent_learning/agent_learning.py summary and compare: the verdict's numbers, the rise with the copies of a question
 merged, and two runs read item by item."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from conftest import load_script
 
 
 def test_copies_of_a_question_are_averaged_into_one_item_in_first_seen_order():
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     assert module.merged_copies([1.0, 0.5, 0.0, 1.0], ["a", "b", "a", "c"]) == [0.5, 0.5, 1.0]
     with pytest.raises(ValueError):  # a score without its question is an error, not a silent cut
         module.merged_copies([1.0, 0.5], ["a"])
@@ -37,7 +37,7 @@ def _run(seed: int, before: list[float], after: list[float]) -> dict:
 
 
 def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     questions = module.held_out_questions(_run(0, [0.0] * 153, [0.0] * 153))
     assert len(questions) == 153 and len(set(questions)) < 153  # the validation split repeats some questions
     seen: set[str] = set()
@@ -59,7 +59,7 @@ def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_pat
 
 
 def test_compare_reads_two_runs_item_by_item_and_groups_items_by_their_warm_start_score(tmp_path, capsys):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     before = [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
     (tmp_path / "anchored-s0.json").write_text(json.dumps(_run(0, before, [0.5, 0.0, 0.5, 1.0, 1.0, 1.0])))
     (tmp_path / "free-s0.json").write_text(json.dumps(_run(0, before, [1.0, 0.0, 0.25, 0.5, 1.0, 0.0])))
@@ -78,7 +78,7 @@ def test_compare_reads_two_runs_item_by_item_and_groups_items_by_their_warm_star
 
 
 def test_compare_refuses_runs_scored_on_other_items(tmp_path):
-    module = load_script("benchmarks/agent_learning.py")
+    module = load_script("experiments/agent_learning/agent_learning.py")
     (tmp_path / "a-s0.json").write_text(json.dumps(_run(0, [0.0] * 3, [1.0] * 3)))
     (tmp_path / "b-s0.json").write_text(json.dumps(_run(0, [0.0] * 4, [1.0] * 4)))
     with pytest.raises(SystemExit, match="not scored on the same held-out items"):

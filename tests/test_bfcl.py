@@ -29,7 +29,7 @@ from genenv.benchmarks.bfcl.multi_turn import Backends
 from genenv.envs.simulator import Simulator
 from genenv.llm.generation import SamplingConfig
 
-# Gold answers that no rendering can make pass, under bfcl-eval's checker as well (benchmarks/parity/bfcl_parity.py
+# Gold answers that no rendering can make pass, under bfcl-eval's checker as well (experiments/parity/bfcl_parity.py
 # shows both checkers agree on every one): ground truth that misses a required parameter, lists an
 # optional one as required or puts a parameter in the wrong call; Java values that bfcl-eval's own
 # converters cannot read back (HashMap answers stored as plain values, mixed ArrayLists); and Java
@@ -174,7 +174,7 @@ def test_literal_operations_are_computed_as_eval_does(argument, value):
     ],
 )
 def test_operations_beyond_the_bound_are_refused(argument):
-    # refused before anything is computed; what a refusal costs is measured in benchmarks/step_fuzz.py
+    # refused before anything is computed; what a refusal costs is measured in performance/step_fuzz.py
     with pytest.raises(DecodeError):
         decode_ast(f"[f(a={argument})]")
 

@@ -68,7 +68,7 @@ def test_saved_runs_continue_on_a_new_machine(tmp_path):
 def test_the_repository_commits_the_experiments_metrics_copies():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    copy = REPO / "experiments/curriculum/results/reasoning_gym/runs/genenv-s0.jsonl"
+    copy = REPO / "results/curriculum/reasoning_gym/runs/genenv-s0.jsonl"
     assert not load_script("experiments/curriculum/driver.py").ignored_by_git(copy)
 
 
@@ -114,7 +114,7 @@ def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_roll
 
 def test_the_worked_testbed_trains_the_agent_as_the_agent_learning_benchmark_does_at_the_gates_temperature():
     driver = load_script("experiments/curriculum/driver.py")
-    agent_learning = load_script("benchmarks/agent_learning.py")
+    agent_learning = load_script("experiments/agent_learning/agent_learning.py")
     config = driver.testbed_config("reasoning_gym_worked")
     settings = {**agent_learning.AGENT, "learning_rate": 1e-4, "temperature": 1.0}
     assert {key: getattr(config.agent, key) for key in settings} == settings

@@ -60,7 +60,7 @@ def test_leading_call_list_survives_trailing_text_python_can_read(tail):
 
 
 def test_leading_call_found_among_many_closing_brackets():
-    # its cost (once quadratic) is measured in benchmarks/step_fuzz.py, not asserted here
+    # its cost (once quadratic) is measured in performance/step_fuzz.py, not asserted here
     (call,) = parse_tool_calls("[f(a=1)]" + " then g(x)]" * 3000)
     assert (call.name, call.arguments) == ("f", {"a": 1})
 
@@ -191,7 +191,7 @@ def test_apibank_extraction_equals_upstream_patterns(text):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # once quadratic (2-30 s); their cost is measured in benchmarks/step_fuzz.py, not asserted here
+        # once quadratic (2-30 s); their cost is measured in performance/step_fuzz.py, not asserted here
         ("[f(" + "a" * 32000 + " b)]", [("f", {})]),  # API-Bank's regex reads no parameter in it
         ("[" + " " * 32000, []),
         ("{" + " " * 32000 + '"name"', []),

@@ -163,7 +163,7 @@ def test_plan_formats(train):
     ],
 )
 def test_parse_plan_refuses_hostile_text(text):
-    # once quadratic; what they cost is measured in benchmarks/step_fuzz.py, not asserted here
+    # once quadratic; what they cost is measured in performance/step_fuzz.py, not asserted here
     with pytest.raises(PlanFormatError):
         parse_plan(text, 7)
 
@@ -207,7 +207,7 @@ OFFICIAL_HARD_KEYS = ("valid_cuisine", "valid_room_rule", "valid_transportation"
 # (easy, 3 days, budget only) and train-45 (hard, 7 days, house rule + cuisine + transportation). Obtained by running
 # OSU-NLP-Group/TravelPlanner da7c1d41d51bf1d6e8592099bc109c9368b2dfe4 (`git archive da7c1d4 evaluation tools utils
 # | tar x -C DIR`, the train flights subset as its flights table) on each plan with the query genenv parsed, through
-# benchmarks/parity/travelplanner_official_runner.py; `TRAVELPLANNER_OFFICIAL_DIR=DIR pytest tests/test_travelplanner.py
+# experiments/parity/travelplanner_official_runner.py; `TRAVELPLANNER_OFFICIAL_DIR=DIR pytest tests/test_travelplanner.py
 # -k official_code -p no:xdist` runs it again and asserts this table.
 OFFICIAL_DAY_COUNT_VERDICTS = {
     (0, "exactly_days"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),
@@ -247,7 +247,7 @@ def test_entries_beyond_the_days_are_ignored_as_upstream_ignores_them(adapter, t
 
 @pytest.mark.skipif(not OFFICIAL_DIR, reason="TRAVELPLANNER_OFFICIAL_DIR (the official code, da7c1d4) is not set")
 def test_recorded_day_count_verdicts_match_the_official_code(train):
-    parity = load_script("benchmarks/parity/travelplanner_parity.py")
+    parity = load_script("experiments/parity/travelplanner_parity.py")
     official = Path(OFFICIAL_DIR).resolve()
     parity.prepare_official_dir(official, data_dir("travelplanner").parent)
     keys = list(OFFICIAL_DAY_COUNT_VERDICTS)

@@ -19,7 +19,7 @@ Per round: the share of written tasks whose success lies in [0.25, 0.75], the me
 run's files then carry the change in their name (``genenv-s0-learning_rate0.001``), beside the library's settings.
 
 The testbed is ``reasoning_gym_worked`` (``results/reasoning_gym_worked/README.md``): SmolLM2-135M as agent (the
-warm start of ``benchmarks/agent_learning.py``, seed ``--seed``) and as simulator, reasoning-gym ``requests=families``
+warm start of ``experiments/agent_learning/agent_learning.py``, seed ``--seed``) and as simulator, reasoning-gym ``requests=families``
 (the simulator chooses the level). Each finished round appends a line to
 ``results/reasoning_gym_worked/calibration/<arm>-s<seed>.jsonl`` and leaves the curriculum's state (success
 statistics, RWR adapter and optimizer, sampling state) in ``$GENENV_STATE_DIR/curriculum_calibration/<arm>-s<seed>/``;
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "experiments" / "curriculum" / "results" / "reasoning_gym_worked" / "calibration"
+RESULTS = ROOT / "results" / "curriculum" / "reasoning_gym_worked" / "calibration"
 FAMILIES = ["basic_arithmetic@0-4", "chain_sum@0-4", "products@0-4"]
 ARMS = ("random", "conditioned", "genenv")
 ALPHA, BETA, BAND_K = 0.5, 10.0, 0.4
@@ -78,7 +78,7 @@ def curriculum_for(args: argparse.Namespace, adapter: Any):
 
 def play(adapter: Any, policy: Any, tasks: list, args: argparse.Namespace, round_: int) -> list[float]:
     """The frozen agent's G attempts at each task as the testbed plays them (rewards in task order, G per task)."""
-    from agent_learning import play_groups  # benchmarks/ is on sys.path (run)
+    from agent_learning import play_groups  # experiments/agent_learning/ is on sys.path (run)
 
     from genenv.llm.generation import SamplingConfig
 
@@ -135,7 +135,7 @@ def finished_rounds(log: Path, settings: dict[str, Any]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "experiments" / "agent_learning"))
     import agent_learning
 
     from genenv.benchmarks.base import get_benchmark

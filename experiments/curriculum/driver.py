@@ -10,7 +10,7 @@ Each run is ``python -m genenv.train`` with the testbed's settings, ``curriculum
 (``$GENENV_STATE_DIR``, by default ``~/.cache/genenv/state``: :func:`genenv.run_archive.state_dir`). A run that was
 interrupted is continued with ``resume=true``, before any run that has not begun; a finished one (its last epoch in
 ``metrics.jsonl``) is skipped, so the same command continues an experiment at any later time, on any machine. After
-each run ends its ``metrics.jsonl`` is copied to ``experiments/curriculum/results/<testbed>/runs/`` and
+each run ends its ``metrics.jsonl`` is copied to ``results/curriculum/<testbed>/runs/`` and
 ``report.md`` and the figures are rebuilt there (:mod:`analysis`); ``--commit`` also commits that folder.
 ``--set KEY=VALUE ...`` adds Hydra overrides to every run (e.g. ``--set coevolution.epochs=4`` to fit a smaller
 budget; each run's records say what ran).
@@ -67,7 +67,7 @@ from genenv.run_lock import RunLock
 from genenv.train import genenv_config
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "curriculum"
 #: the experiment's run state, outside the repository: run folders (``runs/``) and archives of unfinished runs
 #: (``archives/``)
 STATE = state_dir() / "curriculum_experiment"
@@ -85,10 +85,10 @@ SHARED_WARM_START = "warm-start-s{seed}"
 UNFINISHED_COPY = ".tmp"
 
 #: testbed -> the Hydra overrides shared by its runs (what they leave alone, alpha and the band among it, is
-#: configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out items
+#: genenv/configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out items
 #: spread over the difficulty levels, the same for every run.
-#: the agent update of every run recorded here: configs/config.yaml's before its defaults became the measured ones
-#: (benchmarks/results/agent_learning/README.md)
+#: the agent update of every run recorded here: genenv/configs/config.yaml's before its defaults became the measured ones
+#: (results/agent_learning/README.md)
 AGENT_UPDATE_OF_THE_RUNS = [
     "agent.max_completion_length=512",
     "agent.lora_r=8",
@@ -122,7 +122,7 @@ TESTBEDS: dict[str, list[str]] = {
         "agent.temperature=0.6",
         "agent.max_new_tokens=128",
         "agent.max_turns=1",
-        # the agent update and answer format these runs were made with, pinned where configs/config.yaml and the
+        # the agent update and answer format these runs were made with, pinned where genenv/configs/config.yaml and the
         # bench config have since changed their defaults (one group per step, LoRA on the attention projections)
         *AGENT_UPDATE_OF_THE_RUNS,
         *BATCH_OF_THE_RUNS,
@@ -156,7 +156,7 @@ TESTBEDS: dict[str, list[str]] = {
         "agent.learning_rate=1e-4",
         "agent.max_new_tokens=192",
         # up to 32 proposals for 8 tasks: a quarter of the untrained simulator's proposals pass validation
-        # (experiments/curriculum/results/simulator_validity/)
+        # (results/curriculum/simulator_validity/)
         "coevolution.generation_rounds=4",
         # API-Bank prompts run to 1,500 tokens and Qwen's vocabulary is 151k: smaller micro-batches, the same
         # effective batch, so that the run fits beside one experiment run in 23 GB
@@ -197,7 +197,7 @@ TESTBEDS["reasoning_gym_expressions_t10"] = [
 #: The second curriculum test (results/reasoning_gym_worked/README.md): the embedded SmolLM2 writes its working, then
 #: <answer>; the simulator chooses family member and level (levels 0-4; no key drawn by the trainer, no level cap).
 #: Rollouts at 1.0, where the gate found success graded within keys (at 0.7 it was not); the agent update is
-#: benchmarks/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4); the simulator
+#: experiments/agent_learning/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4); the simulator
 #: as in the calibration (hf). Held-out: 150 items, 10 per family and level, each scored as the mean of 4 episodes at
 #: 1.0, before training, after the warm start and after the last epoch. The simulator's RWR steps at lr 1e-3: at the
 #: library's 1e-4 the calibration's simulator stayed where it began (its KL a sixth of the cap after 5 updates), at
@@ -538,7 +538,7 @@ def run(args: argparse.Namespace) -> None:
                if not finished(root / run_name(c, s), epochs, copies / f"{run_name(c, s)}.jsonl")]  # fmt: skip
     pending = begun_first(pending, root)
     print(f"{len(pending)} runs to go: {', '.join(run_name(c, s) for c, s in pending) or 'none'}", flush=True)
-    # OpenMP threads that spin on cores the other run needs slow HF generate many times (benchmarks/hf_contention.py)
+    # OpenMP threads that spin on cores the other run needs slow HF generate many times (performance/hf_contention.py)
     environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "OMP_NUM_THREADS": str(args.threads)}
     running: list[tuple[str, int, subprocess.Popen, float]] = []
     elsewhere: list[tuple[str, int]] = []  # pending runs a trainer this driver did not start holds

@@ -1,9 +1,9 @@
 """The curriculum testbed's gate: criteria (a) and (b) of ``results/<testbed>/README.md``, read from a per-key
-measurement of ``benchmarks/agent_learning.py signal``.
+measurement of ``experiments/agent_learning/agent_learning.py signal``.
 
     python experiments/curriculum/gate.py \\
-        benchmarks/results/agent_learning/group_signal/smollm2-worked-s0-gate-l0-4.json \\
-        --output experiments/curriculum/results/reasoning_gym_worked/gate.json
+        results/agent_learning/group_signal/smollm2-worked-s0-gate-l0-4.json \\
+        --output results/curriculum/reasoning_gym_worked/gate.json
 
 (a) graded success: among the keys whose success lies in [0.1, 0.9], the mean of their within-key ICC(1) is at most
 0.5, with at least 3 such keys over at least 2 levels. (b) a ladder: a key with success >= 0.6 and one <= 0.05.

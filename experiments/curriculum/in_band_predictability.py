@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from task_spread import played_after_epoch_0  # benchmarks/ is on sys.path
+from task_spread import played_after_epoch_0  # this folder is on sys.path
 
 FEATURES = (
     "terms", "max digits", "log10 |answer|", "answer < 0", "operator kinds", "brackets", "negative operands",

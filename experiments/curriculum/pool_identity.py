@@ -2,7 +2,7 @@
 or offline pool draft with another testbed's settings and the current code, and compare the texts.
 
     python experiments/curriculum/pool_identity.py --draft RUN_DIR --testbed reasoning_gym_expressions_t10 --seed 0 \\
-        --batches 0 21 --output experiments/curriculum/results/pool_identity.json
+        --batches 0 21 --output results/curriculum/pool_identity.json
 
 Batch ``i`` of a pool draws from the seed's stream ``i`` (``WrittenOnce`` in genenv/curriculum/sources.py), so with
 the same simulator settings it must come out the same whatever the curriculum, the pool's size or the agent's

@@ -12,7 +12,7 @@ training. ``--agent-checkpoint`` plays a trained agent instead: the LoRA adapter
 (``<run>/checkpoints/<name>/agent``) on top of ``--model``. With several samples each item is also a GRPO group:
 the share of items whose samples' solve rate lies in the curriculum's band ``|p - alpha| <= k`` (with G = 8 and
 k = 0.4, exactly the groups whose attempts disagree, the only ones that carry an advantage). Writes
-``experiments/curriculum/results/<name>.json`` and ``.md``: per family@level the mean score (the family's own
+``results/curriculum/<name>.json`` and ``.md``: per family@level the mean score (the family's own
 ``score_answer``), the solve rate (full score), how often a tool call was written instead of an
 answer, and which families qualify for the alpha=0.5 curriculum (mean score, or solve rate,
 strictly between ``--low`` and ``--high`` at some level).
@@ -39,7 +39,7 @@ from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "curriculum"
 SHORTLIST = (
     "basic_arithmetic",
     "chain_sum",

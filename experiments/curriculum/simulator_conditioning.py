@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from simulator_response import level, summarise  # benchmarks/ is on sys.path
+from simulator_response import level, summarise  # this folder is on sys.path
 from simulator_validity import wilson
 
 from genenv.checkpoints import POOLS

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from analysis import Run, load_experiment, paired_differences, per_epoch_means  # this folder is on sys.path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "curriculum"
 ALPHA = 0.5
 PRIMARY_EPOCHS = (1, 2, 3, 4)
 MECHANISM_EPOCHS = (3, 4)

@@ -4,12 +4,12 @@
 # (tasks_per_epoch x num_generations episodes). The three runs go in parallel (one torch thread each) so that
 # a cut-short experiment still has the same number of epochs for every curriculum.
 #   bash experiments/smollm2/reasoning_gym_curriculum.sh [EPOCHS]
-# Runs go to runs/rg_curriculum/<curriculum>; plots, metrics and table.md to experiments/smollm2/results/reasoning_gym_curriculum/.
+# Runs go to runs/rg_curriculum/<curriculum>; plots, metrics and table.md to results/smollm2/reasoning_gym_curriculum/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 EPOCHS=${1:-3}
 OUT=runs/rg_curriculum
-RESULTS=experiments/smollm2/results/reasoning_gym_curriculum
+RESULTS=results/smollm2/reasoning_gym_curriculum
 mkdir -p "$OUT" "$RESULTS"
 SETTINGS=(
   +bench=reasoning_gym

@@ -5,7 +5,7 @@
 Every ``stride``-th game of the split (games are sorted by task folder, so a stride spreads the
 subset over all six task types), played once with ``genenv.evaluate.evaluate`` (greedy, few-shot
 tool-call prompt, the admissible commands after every observation). Writes
-``experiments/zero_shot/results/alfworld_<split>_<model>.json`` with the ALFWorld metrics (success overall and
+``results/zero_shot/alfworld_<split>_<model>.json`` with the ALFWorld metrics (success overall and
 per task type), how the agent's turns went (admissible / inadmissible commands, malformed calls,
 episodes ended by plain text) and every episode's actions.
 """
@@ -27,7 +27,7 @@ from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "zero_shot"
 
 
 def main() -> None:

@@ -6,7 +6,7 @@
 Runs ``python -m genenv.evaluate +bench=bamboogle`` (exact match as the score, greedy decoding, at most
 3 agent turns of 64 new tokens, simulated search results of 64 new tokens from a frozen copy of the same
 model: there is no Bamboogle corpus in the shared data) and writes its ``results.json`` with the command,
-wall time, CPU load and a summary of how the agent answered to ``experiments/zero_shot/results/bamboogle_smollm2.json``.
+wall time, CPU load and a summary of how the agent answered to ``results/zero_shot/bamboogle_smollm2.json``.
 Extra arguments are passed to ``genenv.evaluate`` as Hydra overrides (e.g. ``limit=8``). On a busy
 shared CPU, ``OMP_NUM_THREADS=1`` is several times faster than torch's default of one thread per core.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from genenv.machine import peak_rss_mb
 
-RESULTS = Path(__file__).resolve().parent / "results" / "bamboogle_smollm2.json"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "zero_shot" / "bamboogle_smollm2.json"
 OVERRIDES = ["+bench=bamboogle", "bench.options.reward=em", "max_turns=3", "max_new_tokens=64", "batch_size=16"]
 
 

@@ -10,7 +10,7 @@ decode closes the user turn; the 21st decodable one in a turn ends the entry) an
 ``--multi-turn-max-turns`` agent messages per entry; the default cap, ``(MAXIMUM_STEP_LIMIT + 2)`` per user turn of
 the longest entry, never binds before upstream's own limit (ToolEnv answers each plain-text answer with the user's
 next turn, ``adapter.next_user_message``).
-Writes ``experiments/zero_shot/results/bfcl_smollm2.json``: accuracy and error types per category, the leaderboard
+Writes ``results/zero_shot/bfcl_smollm2.json``: accuracy and error types per category, the leaderboard
 group scores over the subset, and timings. Episodes are journalled per category in ``--journal-dir`` (default
 ``runs/evaluate/bfcl-<model>``): killed, the same command continues from the entries it finished (a category's
 ``seconds`` then count the last invocation only).
@@ -37,7 +37,7 @@ from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import peak_rss_mb
 
-RESULTS = Path(__file__).resolve().parent / "results" / "bfcl_smollm2.json"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "zero_shot" / "bfcl_smollm2.json"
 ALL_CATEGORIES = ",".join(AST_NON_LIVE + AST_LIVE + RELEVANCE + MULTI_TURN)
 
 

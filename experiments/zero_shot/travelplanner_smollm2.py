@@ -7,7 +7,7 @@
 Runs ``python -m genenv.evaluate +bench=travelplanner`` (reference information cut to the first
 ``--reference-rows`` rows per section, greedy decoding) into ``runs/evaluate/travelplanner-<split>-<model>``, and
 writes the metrics, per-family scores, the failure reasons and a few example answers to
-``experiments/zero_shot/results/travelplanner_<model>.json``; ``--results`` summarises an existing run instead.
+``results/zero_shot/travelplanner_<model>.json``; ``--results`` summarises an existing run instead.
 Killed, the same command continues the evaluation from the queries it finished (``genenv.evaluate``'s journal); the
 wall time recorded is that of the last invocation, with the number of queries it played.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from genenv.evaluate import JOURNAL
 from genenv.machine import peak_rss_mb
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "zero_shot"
 MODELS = {"smollm2": "embedded SmolLM2-135M-Instruct", "qwen05": "Qwen2.5-Coder-0.5B-Instruct"}
 
 

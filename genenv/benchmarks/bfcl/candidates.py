@@ -1,7 +1,7 @@
 """Model outputs built from BFCL ground truth: the gold answer and perturbations of it.
 
 Used to validate generated tasks (the gold answer must pass the checker), by the conformance tests
-and by ``benchmarks/parity/bfcl_parity.py``, which feeds the same texts to genenv and to bfcl-eval.
+and by ``experiments/parity/bfcl_parity.py``, which feeds the same texts to genenv and to bfcl-eval.
 
 Values are rendered the way a model must write them: Python values as literals; Java and JavaScript
 values as source text in a string (what BFCL's function-calling path expects: ``"true"``, ``"5L"``,

@@ -3,7 +3,7 @@
 A re-implementation of ``bfcl_eval/eval_checker/ast_eval/ast_checker.py`` (bfcl-eval 2026.3.23),
 which cannot be imported without the provider SDKs (see :mod:`.official`). Its semantics are kept
 decision by decision, quirks included, so the verdicts are the official ones
-(``benchmarks/parity/bfcl_parity.py`` compares them on every entry, gold answers and perturbations):
+(``experiments/parity/bfcl_parity.py`` compares them on every entry, gold answers and perturbations):
 
 * simple: exactly one call; the function name must match; every ``required`` parameter present; no
   parameter outside the doc or the acceptable answers; each value type-checked (Python: exact

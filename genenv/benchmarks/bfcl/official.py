@@ -2,7 +2,7 @@
 
 ``bfcl-eval``'s checker module (``ast_checker``) imports the model registry and through it every
 provider SDK (openai, anthropic, cohere, boto3, qwen-agent, ...), so it cannot serve as a library; the
-AST checker is re-implemented in :mod:`.checker` and ``benchmarks/parity/bfcl_parity.py`` proves it agrees.
+AST checker is re-implemented in :mod:`.checker` and ``experiments/parity/bfcl_parity.py`` proves it agrees.
 What imports cleanly is used from the package as is:
 
 * the multi-turn back-ends (``eval_checker/multi_turn_eval/func_source_code``: file system, math,

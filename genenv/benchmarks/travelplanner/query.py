@@ -21,7 +21,7 @@ local_constraint, budget, level``; only the query texts are available here, so
   mention: ``no flight`` / ``no self-driving``);
 * level: the number of local constraints (0 easy, 1 medium, more hard).
 
-Accuracy against the data the gold plans imply is measured by ``benchmarks/parity/travelplanner_gold.py``.
+Accuracy against the data the gold plans imply is measured by ``experiments/parity/travelplanner_gold.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ On CPU, ``generate`` runs hundreds of small OpenMP parallel regions per token, a
 them by default. When another job shares the cores, the spinning threads of each job take the cores the other's
 threads are waiting for: with two threads per job on 2 cores, ``generate`` ran 7x (batch 1) to 42x (batch 8)
 slower, against 1.0-1.5x with ``OMP_WAIT_POLICY=PASSIVE`` and 1.0x with one thread per job, while CTranslate2 was
-unaffected (``benchmarks/hf_contention.py``). The wait policy is read when torch loads, so genenv cannot change it
+unaffected (``performance/hf_contention.py``). The wait policy is read when torch loads, so genenv cannot change it
 for a running process; :func:`warn_if_contended` says what to do when a job starts on a busy machine.
 """
 
@@ -62,7 +62,7 @@ def warn_if_contended() -> bool:
         return False
     logger.warning(
         "HF generate with %d spinning OpenMP threads on %d cores while other jobs keep about %.1f of them busy: "
-        "generate then runs many times slower (benchmarks/results/hf_contention.json). Start genenv with "
+        "generate then runs many times slower (results/performance/hf_contention.json). Start genenv with "
         "OMP_NUM_THREADS=1 (one core per job) or OMP_WAIT_POLICY=PASSIVE, or generate with engine ctranslate2.",
         threads,
         os.cpu_count() or 1,
