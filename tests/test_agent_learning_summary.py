@@ -1,5 +1,5 @@
-"""experiments/agent_learning/agent_learning.py summary and compare: the verdict's numbers, the rise with the copies of a question
-merged, and two runs read item by item."""
+"""experiments/agent_learning/agent_learning.py summary, compare and grpo-vs-sft: the verdict's numbers, the rise with
+the copies of a question merged, two runs read item by item, and GRPO's agents against warm starts on more traces."""
 
 from __future__ import annotations
 
@@ -85,3 +85,48 @@ def test_compare_refuses_runs_scored_on_other_items(tmp_path):
         module.main(["compare", "a-s0", "b-s0", "--runs-dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="no such run"):
         module.main(["compare", "a-s0", "c-s0", "--runs-dir", str(tmp_path)])
+
+
+def _scored(seed: int, before: list[float], after: list[float], warm_start: int) -> dict:
+    return {**_run(seed, before, after), "warm_start_examples": warm_start}
+
+
+def test_grpo_vs_sft_pairs_each_seed_grpo_after_with_the_larger_warm_start_item_by_item(tmp_path):
+    module = load_script("experiments/agent_learning/agent_learning.py")
+    n = 40  # per seed: GRPO's agent solves items 0-19 (and 20-21 on seed 2), the 128-trace warm start items 0-15
+    grpo = {1: [1.0] * 20 + [0.0] * 20, 2: [1.0] * 22 + [0.0] * 18}
+    sft = {1: [1.0] * 16 + [0.0] * 24, 2: [1.0] * 16 + [0.0] * 24}
+    for seed in (1, 2):
+        (tmp_path / f"few-s{seed}.json").write_text(json.dumps(_scored(seed, [0.0] * n, grpo[seed], 32)))
+        (tmp_path / f"more-s{seed}.json").write_text(json.dumps(_scored(seed, sft[seed], [0.5] * n, 128)))
+    out = tmp_path / "grpo_vs_sft.json"
+    module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path), "--output", str(out)])
+    result = json.loads(out.read_text())
+    assert result["seeds"] == [1, 2]
+    assert result["grpo_after"] == pytest.approx((20 + 22) / 2 / n)
+    assert result["sft_more"] == pytest.approx(16 / n)
+    assert result["difference"] == pytest.approx((4 + 6) / 2 / n)
+    assert [s["difference"] for s in result["per_seed"]] == pytest.approx([4 / n, 6 / n])
+    assert 0 < result["low"] < result["difference"] < result["high"]
+    assert result["draws"] == module.DRAWS and 0 <= result["low_mc_error"] < 0.001  # 0: the means are on a grid
+    assert result["warm_start_examples"] == {"grpo": 32, "sft": 128}
+    assert result["seed_level"]["seeds"] == 2 and result["seed_level"]["sign_flip_p"] == 0.5
+    decided = module.grpo_vs_sft_verdict([4 / n, 6 / n], result["low"], result["high"])
+    assert decided == "GRPO from 32 traces ends above SFT on 128 traces"
+    assert result["verdict"] == decided + module.stated_verdict("", result["low"], result["high"], result["seed_level"])
+    fourth = result["outside_the_verdict"]
+    assert fourth["grpo_from_more_sft"] == 0.5
+    assert fourth["grpo_from_more_sft_minus_grpo_after"]["mean"] == pytest.approx(0.5 - 42 / 2 / n)
+
+
+def test_grpo_vs_sft_refuses_other_seeds_and_other_scoring(tmp_path):
+    module = load_script("experiments/agent_learning/agent_learning.py")
+    (tmp_path / "few-s1.json").write_text(json.dumps(_scored(1, [0.0] * 3, [1.0] * 3, 32)))
+    (tmp_path / "more-s2.json").write_text(json.dumps(_scored(2, [0.0] * 3, [1.0] * 3, 128)))
+    with pytest.raises(SystemExit, match="the comparison needs the same seeds"):
+        module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])
+    greedy = {**_scored(1, [0.0] * 3, [1.0] * 3, 128), "eval": "greedy"}
+    (tmp_path / "more-s2.json").unlink()
+    (tmp_path / "more-s1.json").write_text(json.dumps(greedy))
+    with pytest.raises(SystemExit, match="not scored on the same held-out items the same way"):
+        module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])

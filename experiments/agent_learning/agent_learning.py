@@ -8,8 +8,12 @@
     python experiments/agent_learning/agent_learning.py summary NAME --output results/agent_learning/summary.json
     # two runs item by item: each one's movement by warm-start score, the difference of their rises with its interval
     python experiments/agent_learning/agent_learning.py compare NAME-s0 OTHER-s0
+    # GRPO's agents against warm starts on more traces, same seeds and items: the verdict of its written criteria
+    python experiments/agent_learning/agent_learning.py grpo-vs-sft --grpo qwen-n32 --sft qwen-n128 \
+        --output results/agent_learning/grpo_vs_sft.json
     # what sharpening can reach: K episodes of every held-out item from the warm start, pass@K and the mean success
-    python experiments/agent_learning/agent_learning.py reach --model qwen05 --seed 0 --held-out-per-level 17 --samples 16
+    python experiments/agent_learning/agent_learning.py reach --model qwen05 --seed 0 --held-out-per-level 17 \
+        --samples 16
 
 No simulator: GRPO plays tasks of the benchmark's ``train`` split (the base data), so what is measured is the agent's
 update alone. ``--bench reasoning_gym`` (the default) scores the ``validation`` split's items, ``--held-out-per-level``
@@ -73,8 +77,8 @@ AGENT = {
 }
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
 #: per ``--bench``: the held-out split, and the benchmark's episode settings over AGENT's (API-Bank's are the learning
-#: run's: four turns, as genenv/configs/bench/apibank.yaml, 192 new tokens a turn with 512 in all, and the benchmark's own
-#: worked exchange before each request, as genenv/configs/model/qwen05.yaml shows it)
+#: run's: four turns, as genenv/configs/bench/apibank.yaml, 192 new tokens a turn with 512 in all, and the benchmark's
+#: own worked exchange before each request, as genenv/configs/model/qwen05.yaml shows it)
 BENCHES: dict[str, dict[str, Any]] = {
     "reasoning_gym": {"held_out": "validation", "agent": {}},
     "apibank": {
@@ -588,14 +592,21 @@ def _group_stats(solved) -> dict[str, float]:
     }
 
 
-def paired_interval(
-    before: list[float], after: list[float], draws: int = 4000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of ``after - before`` over items and its 95% bootstrap interval (items resampled)."""
-    diffs = [a - b for a, b in zip(after, before)]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(draws))
-    return statistics.fmean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+def paired_interval(before: list[float], after: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``after - before`` over items and its 95% bootstrap interval (items resampled, DRAWS draws)."""
+    interval = bootstrap_interval([(before, after)], seed=seed)
+    return interval["mean"], interval["low"], interval["high"]
+
+
+def bootstrap_interval(runs: list[tuple[list[float], list[float]]], seed: int = 0) -> dict[str, float]:
+    """The mean over ``runs`` (one a seed) of each one's mean paired rise ``after - before``, its 95% bootstrap
+    interval (items resampled within each run, the trained agents fixed; DRAWS draws) and each bound's Monte Carlo
+    error (``genenv.significance``)."""
+    from genenv.significance import percentile_interval, stratified_means
+
+    diffs = [[a - b for b, a in zip(before, after, strict=True)] for before, after in runs]
+    mean = statistics.fmean(statistics.fmean(d) for d in diffs)
+    return {"mean": mean, **percentile_interval(stratified_means(diffs, DRAWS, seed))}
 
 
 def scoring(run: dict[str, Any]) -> str:
@@ -604,19 +615,9 @@ def scoring(run: dict[str, Any]) -> str:
     return "greedy" if run["eval"] == "greedy" else f"mean of 4 at T {temperature}"
 
 
-#: two-sided 95% quantiles of Student's t by degrees of freedom (1-10)
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
-
-
-def seed_stratified_interval(
-    runs: list[tuple[list[float], list[float]]], draws: int = 10_000, seed: int = 0
-) -> tuple[float, float]:
-    """95% bootstrap interval of the mean over seeds of each seed's mean paired rise, items resampled within each
-    seed (the trained agents fixed)."""
-    diffs = [[a - b for b, a in zip(before, after)] for before, after in runs]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(statistics.fmean(rng.choices(d, k=len(d))) for d in diffs) for _ in range(draws))
-    return means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+#: bootstrap draws of every interval here: enough that a bound's Monte Carlo error (about 1e-4 on 153 items) is a
+#: fifth of the reported digit's half-unit
+DRAWS = 200_000
 
 
 def merged_copies(scores: list[float], questions: list[str]) -> list[float]:
@@ -654,10 +655,18 @@ def verdict(rises: list[float], low: float, high: float, mean: float) -> str:
     )
 
 
-def summary(args: argparse.Namespace) -> None:
-    runs = [json.loads(p.read_text()) for p in sorted(args.runs_dir.glob(f"{args.name}-s*.json"))]
-    if len(runs) < 2:
-        raise SystemExit(f"summary needs at least 2 seeds of {args.name!r}, found {len(runs)}")
+def stated_verdict(decided: str, low: float, high: float, seeds: dict[str, Any]) -> str:
+    """``decided`` (a verdict of the written rules, on the bootstrap interval ``low``, ``high``) with the clause
+    that says where the seed-level t-test (``genenv.significance.seed_level``) disagrees about 0."""
+    from genenv.significance import disagreement
+
+    return decided + disagreement(low > 0 or high < 0, seeds)
+
+
+def read_runs(runs_dir: Path, name: str) -> list[dict[str, Any]]:
+    """The runs ``<name>-s<SEED>.json`` of ``runs_dir`` (by file name), refused unless they are one setting on the
+    same number of held-out items: the same overrides, scoring, model, benchmark and families."""
+    runs = [json.loads(p.read_text()) for p in sorted(runs_dir.glob(f"{name}-s*.json"))]
     settings = {
         json.dumps(
             [
@@ -673,17 +682,29 @@ def summary(args: argparse.Namespace) -> None:
         for r in runs
     }
     if len(settings) > 1 or len({len(r["held_out_before"]) for r in runs}) > 1:
-        raise SystemExit(f"the runs of {args.name!r} differ in settings or held-out items: not one setting")
+        raise SystemExit(f"the runs of {name!r} differ in settings or held-out items: not one setting")
+    return runs
+
+
+def summary(args: argparse.Namespace) -> None:
+    """One setting over its seeds: the mean rise, its bootstrap interval over items within seeds with the bounds'
+    Monte Carlo error, the seed-level tests, and the verdict."""
+    from genenv.significance import seed_level
+
+    runs = read_runs(args.runs_dir, args.name)
+    if len(runs) < 2:
+        raise SystemExit(f"summary needs at least 2 seeds of {args.name!r}, found {len(runs)}")
     per_seed = []
     for r in runs:
-        rise, low, high = paired_interval(r["held_out_before"], r["held_out_after"])
+        own = bootstrap_interval([(r["held_out_before"], r["held_out_after"])])
         per_seed.append({
             "seed": r["seed"],
             "before": statistics.fmean(r["held_out_before"]),
             "after": statistics.fmean(r["held_out_after"]),
-            "rise": rise,
-            "low": low,
-            "high": high,
+            "rise": own["mean"],
+            "low": own["low"],
+            "high": own["high"],
+            "mc_error": max(own["low_mc_error"], own["high_mc_error"]),
             "episodes": r["episodes"],
             "seconds_per_step": r["seconds_per_step"],
             "wall_seconds": r["wall_seconds"],
@@ -691,9 +712,8 @@ def summary(args: argparse.Namespace) -> None:
             "load_average": r["load_average"],
         })  # fmt: skip
     rises = [s["rise"] for s in per_seed]
-    mean = statistics.fmean(rises)
-    low, high = seed_stratified_interval([(r["held_out_before"], r["held_out_after"]) for r in runs])
-    half = T975[len(rises) - 2] * statistics.stdev(rises) / len(rises) ** 0.5
+    interval = bootstrap_interval([(r["held_out_before"], r["held_out_after"]) for r in runs])
+    seeds = seed_level(rises)
     first = runs[0]
     result = {
         "name": args.name,
@@ -704,15 +724,26 @@ def summary(args: argparse.Namespace) -> None:
         "held_out_items": len(first["held_out_before"]),
         "held_out_scored": scoring(first),
         "settings": first["overrides"],
-        "warm_start_to_final": {"mean": mean, "low": low, "high": high, "interval": "bootstrap, items within seeds"},
-        "between_seeds_t_interval": {"low": mean - half, "high": mean + half},
+        "warm_start_to_final": {**interval, "interval": "bootstrap, items within seeds"},
+        "between_seeds_t_interval": {"low": seeds["t_interval"][0], "high": seeds["t_interval"][1]},
+        "seed_level": seeds,
         **distinct_questions(runs),
-        "verdict": verdict(rises, low, high, mean),
+        "verdict": stated_verdict(
+            verdict(rises, interval["low"], interval["high"], interval["mean"]),
+            interval["low"],
+            interval["high"],
+            seeds,
+        ),
         "per_seed": per_seed,
     }
+    write_json(result, args.output)
+
+
+def write_json(result: dict[str, Any], output: str | None) -> None:
+    """Print ``result`` as JSON, and write it to ``output`` when given."""
     text = json.dumps(result, indent=1)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
+    if output:
+        Path(output).write_text(text + "\n")
     print(text)
 
 
@@ -725,9 +756,92 @@ def distinct_questions(runs: list[dict[str, Any]]) -> dict[str, Any]:
     merged = [
         (merged_copies(r["held_out_before"], questions), merged_copies(r["held_out_after"], questions)) for r in runs
     ]
-    low, high = seed_stratified_interval(merged)
-    mean = statistics.fmean(statistics.fmean(a) - statistics.fmean(b) for b, a in merged)
-    return {"distinct_questions": {"items": len(merged[0][0]), "mean": mean, "low": low, "high": high}}
+    return {"distinct_questions": {"items": len(merged[0][0]), **bootstrap_interval(merged)}}
+
+
+#: GRPO from few traces and SFT on more end "at the same place" when the interval of their difference lies within this
+#: margin either way (the size of the issue's goal)
+SAME_PLACE = 0.05
+
+
+def grpo_vs_sft_verdict(differences: list[float], low: float, high: float) -> str:
+    """The verdict of GRPO from a 32-trace warm start against a 128-trace warm start on the same seeds and items, by
+    the rules written in results/agent_learning/README.md before the 128-trace warm starts were scored."""
+    if low > 0:
+        if min(differences) > 0:
+            return "GRPO from 32 traces ends above SFT on 128 traces"
+        return "inconclusive: GRPO from 32 traces ends above SFT on 128 traces on average, not on every seed"
+    if high < 0:
+        if max(differences) < 0:
+            return "SFT on 128 traces ends above GRPO from 32 traces"
+        return "inconclusive: SFT on 128 traces ends above GRPO from 32 traces on average, not on every seed"
+    if -SAME_PLACE <= low and high <= SAME_PLACE:
+        return (
+            "GRPO from 32 traces ends where SFT on 128 traces ends (the interval lies within 0.05 either way); "
+            "not shown to beat more SFT"
+        )
+    return "inconclusive: the interval contains 0 and reaches beyond 0.05 either way"
+
+
+def grpo_vs_sft(args: argparse.Namespace) -> None:
+    """GRPO's agents after training (``--grpo``'s runs) against the warm starts of ``--sft``'s runs (more expert
+    traces, before their GRPO), seed by seed on the same held-out items scored the same way: each seed's mean of
+    ``grpo_after - sft_more`` over items, their mean, its bootstrap interval (items resampled within seeds), the
+    seed-level tests and the verdict; outside it, the 2x2's fourth cell (GRPO from the larger warm start)."""
+    from genenv.significance import seed_level
+
+    grpo, sft = read_runs(args.runs_dir, args.grpo), read_runs(args.runs_dir, args.sft)
+    by_seed = {r["seed"]: r for r in sft}
+    seeds = [r["seed"] for r in grpo]
+    if not grpo or sorted(seeds) != sorted(by_seed):
+        raise SystemExit(
+            f"{args.grpo!r} has seeds {sorted(seeds)} and {args.sft!r} seeds {sorted(by_seed)}: the comparison needs "
+            "the same seeds, at least one"
+        )
+    for r in grpo:
+        other = by_seed[r["seed"]]
+        same = [len(r["held_out_before"]) == len(other["held_out_before"]), scoring(r) == scoring(other)]
+        same += [r[k] == other[k] for k in ("model", "answer_format")] + [
+            (r.get("families") or FAMILIES) == (other.get("families") or FAMILIES)
+        ]
+        if not all(same):
+            raise SystemExit(
+                f"{args.grpo}-s{r['seed']} and {args.sft}-s{r['seed']} are not scored on the same held-out items the "
+                "same way"
+            )
+    pairs = [(by_seed[r["seed"]]["held_out_before"], r["held_out_after"]) for r in grpo]
+    interval = bootstrap_interval(pairs)
+    differences = [statistics.fmean(a) - statistics.fmean(b) for b, a in pairs]
+    tests = seed_level(differences)
+    decided = grpo_vs_sft_verdict(differences, interval["low"], interval["high"])
+    fourth = bootstrap_interval([(r["held_out_after"], by_seed[r["seed"]]["held_out_after"]) for r in grpo])
+    result = {
+        "grpo": args.grpo,
+        "sft": args.sft,
+        "warm_start_examples": {"grpo": grpo[0]["warm_start_examples"], "sft": sft[0]["warm_start_examples"]},
+        "held_out_items": len(pairs[0][0]),
+        "held_out_scored": scoring(grpo[0]),
+        "grpo_after": statistics.fmean(statistics.fmean(a) for _, a in pairs),
+        "sft_more": statistics.fmean(statistics.fmean(b) for b, _ in pairs),
+        "difference": interval["mean"],
+        "low": interval["low"],
+        "high": interval["high"],
+        "low_mc_error": interval["low_mc_error"],
+        "high_mc_error": interval["high_mc_error"],
+        "draws": interval["draws"],
+        "seeds": seeds,
+        "seed_level": tests,
+        "verdict": stated_verdict(decided, interval["low"], interval["high"], tests),
+        "per_seed": [
+            {"seed": s, "grpo_after": statistics.fmean(a), "sft_more": statistics.fmean(b), "difference": d}
+            for s, (b, a), d in zip(seeds, pairs, differences, strict=True)
+        ],
+        "outside_the_verdict": {
+            "grpo_from_more_sft": statistics.fmean(statistics.fmean(by_seed[s]["held_out_after"]) for s in seeds),
+            "grpo_from_more_sft_minus_grpo_after": {k: fourth[k] for k in ("mean", "low", "high")},
+        },
+    }
+    write_json(result, args.output)
 
 
 def by_warm_start_score(before: list[float], after: list[float]) -> dict[str, dict[str, float]]:
@@ -857,6 +971,11 @@ def main(argv: list[str] | None = None) -> None:
     pair.add_argument("run", help="a run file's stem, e.g. qwen-kl-lr1e-4-s0")
     pair.add_argument("reference", help="the run it is read against, e.g. qwen-t07-s0")
     pair.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
+    versus = sub.add_parser("grpo-vs-sft", help="GRPO's agents against warm starts on more traces, item by item")
+    versus.add_argument("--grpo", default="qwen-n32", help="the runs whose agents after GRPO are compared")
+    versus.add_argument("--sft", default="qwen-n128", help="the runs whose warm starts (more traces) they meet")
+    versus.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
+    versus.add_argument("--output")
     args = parser.parse_args(argv)
     commands = {
         "run": run,
@@ -865,6 +984,7 @@ def main(argv: list[str] | None = None) -> None:
         "report": report,
         "summary": summary,
         "compare": compare,
+        "grpo-vs-sft": grpo_vs_sft,
     }
     commands[args.command](args)
 

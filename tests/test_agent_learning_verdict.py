@@ -1,0 +1,123 @@
+"""experiments/agent_learning/agent_learning.py: every branch of the confirmatory verdict and of the GRPO-against-
+more-SFT verdict, their boundaries and exact wording, decided on synthetic runs whose per-item rises vary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import load_script
+
+#: the exact wording of each branch: a change to any of them must be a deliberate change of this test
+RISE = "GRPO raises the agent above its warm start"
+GOAL_MET = RISE + "; the issue's goal (+0.05) is met"
+SHORT = RISE + "; short of the issue's goal (+0.05)"
+NULL = "null: the interval contains 0"
+NOT_EVERY_SEED = "null: above 0 on average, not on every seed"
+HARM = "harm: the interval lies below 0"
+SEEDS_DO_NOT_EXCLUDE = (
+    "; the t-test over the 3 seeds does not exclude 0 (3 seeds do not resolve the spread between them)"
+)
+SEEDS_EXCLUDE = "; the t-test over the 3 seeds excludes 0, the bootstrap interval does not"
+
+
+@pytest.fixture(scope="module")
+def module():
+    return load_script("experiments/agent_learning/agent_learning.py")
+
+
+def _items(rise: float, spread: float, n: int = 153) -> tuple[list[float], list[float]]:
+    """A run of ``n`` items whose paired rises vary (so the bootstrap has a spread): before 0.5 on every item, after
+    0.5 + rise + the spread alternating in sign (a mean rise of exactly ``rise`` for even ``n``)."""
+    before = [0.5] * n
+    after = [0.5 + rise + (spread if i % 2 else -spread) for i in range(n)]
+    return before, after
+
+
+def _summary(module, tmp_path, rises: list[float], spread: float) -> dict:
+    for seed, rise in enumerate(rises):
+        before, after = _items(rise, spread, n=154)
+        run = {
+            "seed": seed,
+            "bench": "apibank",  # no reasoning-gym question merging: the verdict alone
+            "model": "qwen05",
+            "eval": "mean4",
+            "eval_temperature": 0.7,
+            "agent": {"temperature": 0.7},
+            "overrides": {},
+            "episodes": 64,
+            "held_out_before": before,
+            "held_out_after": after,
+            "seconds_per_step": 1.0,
+            "wall_seconds": 1.0,
+            "peak_rss_mb": 1.0,
+            "load_average": [1.0, 1.0, 1.0],
+        }
+        (tmp_path / f"v-s{seed}.json").write_text(json.dumps(run))
+    out = tmp_path / "summary.json"
+    module.main(["summary", "v", "--runs-dir", str(tmp_path), "--output", str(out)])
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize(
+    ("rises", "spread", "expected"),
+    [
+        ([0.08, 0.06, 0.07], 0.1, GOAL_MET),  # interval above 0, every seed rising, mean 0.07; seeds agree
+        ([0.03, 0.02, 0.025], 0.1, SHORT),  # the same, mean 0.025
+        ([0.01, -0.01, 0.0], 0.1, NULL),  # interval across 0, the seeds too
+        ([-0.08, -0.06, -0.07], 0.1, HARM),
+        ([0.10, 0.12, -0.01], 0.05, NOT_EVERY_SEED + SEEDS_DO_NOT_EXCLUDE),  # above 0 on average, one seed below
+        ([0.20, 0.01, 0.05], 0.1, GOAL_MET + SEEDS_DO_NOT_EXCLUDE),  # the seeds spread wider than the items resolve
+        ([0.01, 0.0105, 0.011], 0.6, NULL + SEEDS_EXCLUDE),  # the seeds agree, the items are noisy
+    ],
+)
+def test_the_summary_verdict_on_each_branch(module, tmp_path, rises, spread, expected):
+    result = _summary(module, tmp_path, rises, spread)
+    interval = result["warm_start_to_final"]
+    assert interval["mean"] == pytest.approx(sum(rises) / 3)
+    assert interval["low"] < interval["mean"] < interval["high"]  # the items' spread gives the interval its width
+    assert result["verdict"] == expected
+    assert result["seed_level"]["t_interval"] == [result["between_seeds_t_interval"][k] for k in ("low", "high")]
+
+
+def test_the_verdicts_boundaries(module):
+    # the interval's bounds: 0 is "contains 0" on either side
+    assert module.verdict([0.1, 0.1, 0.1], 0.0, 0.2, 0.1) == NULL
+    assert module.verdict([0.1, 0.1, 0.1], 1e-9, 0.2, 0.1) == GOAL_MET
+    assert module.verdict([-0.1] * 3, -0.2, 0.0, -0.1) == NULL
+    assert module.verdict([-0.1] * 3, -0.2, -1e-9, -0.1) == HARM
+    # a seed at exactly 0 does not rise
+    assert module.verdict([0.1, 0.0, 0.1], 0.01, 0.2, 0.07) == NOT_EVERY_SEED
+    # the goal: a mean of +0.05 meets it, a hair below does not
+    assert module.verdict([0.05] * 3, 0.01, 0.09, 0.05) == GOAL_MET
+    assert module.verdict([0.05] * 3, 0.01, 0.09, 0.05 - 1e-9) == SHORT
+
+
+GRPO_ABOVE = "GRPO from 32 traces ends above SFT on 128 traces"
+SFT_ABOVE = "SFT on 128 traces ends above GRPO from 32 traces"
+SAME = (
+    "GRPO from 32 traces ends where SFT on 128 traces ends (the interval lies within 0.05 either way); "
+    "not shown to beat more SFT"
+)
+ABOVE_NOT_EVERY = "inconclusive: GRPO from 32 traces ends above SFT on 128 traces on average, not on every seed"
+BELOW_NOT_EVERY = "inconclusive: SFT on 128 traces ends above GRPO from 32 traces on average, not on every seed"
+WIDE = "inconclusive: the interval contains 0 and reaches beyond 0.05 either way"
+
+
+@pytest.mark.parametrize(
+    ("differences", "low", "high", "expected"),
+    [
+        ([0.04, 0.03, 0.05], 0.01, 0.07, GRPO_ABOVE),
+        ([0.04, -0.01, 0.05], 0.01, 0.07, ABOVE_NOT_EVERY),
+        ([0.04, 0.0, 0.05], 0.01, 0.07, ABOVE_NOT_EVERY),  # a seed at 0 is not above
+        ([-0.04, -0.03, -0.05], -0.07, -0.01, SFT_ABOVE),
+        ([-0.04, 0.01, -0.05], -0.07, -0.01, BELOW_NOT_EVERY),
+        ([0.01, -0.01, 0.0], -0.03, 0.03, SAME),
+        ([0.01, -0.01, 0.0], -0.05, 0.05, SAME),  # the margin's ends belong to it
+        ([0.01, -0.01, 0.0], -0.05, 0.0500001, WIDE),
+        ([0.01, -0.01, 0.0], -0.0500001, 0.02, WIDE),
+        ([0.01, 0.02, 0.0], 0.0, 0.04, SAME),  # a bound at 0 contains 0
+    ],
+)
+def test_the_grpo_against_more_sft_verdict_on_each_branch(module, differences, low, high, expected):
+    assert module.grpo_vs_sft_verdict(differences, low, high) == expected
