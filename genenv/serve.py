@@ -3,8 +3,10 @@
 One WebSocket session per client, each with its own :class:`~genenv.envs.tool_env.ToolEnv` (OpenEnv's ``/ws``,
 what :class:`~genenv.integrations.openenv.GenEnvClient` speaks), plus OpenEnv's ``/schema``, ``/health``,
 ``/metadata``, ``/state`` and genenv's ``/sessions``. Rewards are the official scores (the adapter's
-``reporting_adapter``). A session ends with its connection; the server pings every client and closes the session
-of one that stops answering for ``idle_timeout_s`` (a killed or frozen client). Settings: ``genenv/configs/serve.yaml``.
+``reporting_adapter``). A malformed message gets an error reply naming the cause and the session goes on
+(:class:`~genenv.integrations.openenv.SessionGuard`). A session ends with its connection; the server pings every client
+and closes the session of one that stops answering for ``idle_timeout_s`` (a killed or frozen client); a client gone
+mid-episode costs one log line. Settings: ``genenv/configs/serve.yaml``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 from genenv.benchmarks.base import get_benchmark
-from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
+from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
 
 
 def websocket_frame_limit(max_action_chars: int) -> int:
@@ -39,7 +41,7 @@ def serve(cfg: DictConfig) -> None:
         max_sessions=int(cfg.max_sessions),
         max_action_chars=int(cfg.max_action_chars),
         idle_timeout_s=idle,
-        max_turns=int(cfg.max_turns or bench.max_turns),
+        max_turns=episode_turns(cfg, cfg.max_turns),
     )
     print(f"genenv {bench.name} over OpenEnv: http://{cfg.host}:{cfg.port}, sessions at /ws", flush=True)
     uvicorn.run(

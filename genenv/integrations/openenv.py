@@ -6,13 +6,20 @@
 ``reset`` starts the next), so sessions never share an episode. An action is the agent's turn as text, exactly what
 ``ToolEnv.step`` takes; the reward is the benchmark's official score, given when the episode ends.
 
+:class:`SessionGuard` stands between OpenEnv's ``/ws`` handler and the socket: a frame the protocol does not allow
+(binary, invalid JSON, JSON that is not an object, an unknown ``type``, fields of the wrong type or unknown) gets an
+error reply naming the cause and never reaches the handler, so the session goes on; a client that goes away
+mid-episode costs one log line, not a traceback.
+
 Needs the ``openenv`` extra: ``pip install genenv[openenv]``.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 try:
@@ -21,13 +28,25 @@ try:
     from openenv.core.env_client import EnvClient
     from openenv.core.env_server import HTTPEnvServer
     from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
+    from openenv.core.env_server.types import (
+        Action,
+        ConcurrencyConfig,
+        EnvironmentMetadata,
+        Observation,
+        State,
+        WSCloseMessage,
+        WSErrorCode,
+        WSErrorResponse,
+        WSResetMessage,
+        WSStateMessage,
+        WSStepMessage,
+    )
 except ImportError as error:  # pragma: no cover - exercised only without the optional extra
     raise ImportError(
         "genenv's OpenEnv integration needs the openenv extra: pip install 'genenv[openenv]' and then "
         "pip install --no-deps openenv==0.10.0"
     ) from error
-from pydantic import Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, create_model
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.envs.tool_env import ToolEnv
@@ -37,7 +56,9 @@ __all__ = [
     "GenEnvAction",
     "GenEnvClient",
     "GenEnvObservation",
+    "GenEnvReset",
     "GenEnvState",
+    "SessionGuard",
     "ToolEnvEnvironment",
     "action_type",
     "build_app",
@@ -48,6 +69,19 @@ class GenEnvAction(Action):
     """One agent turn: tool calls in the benchmark's format, or the final answer."""
 
     text: str = Field(description="the agent's turn as text, as ToolEnv.step takes it")
+
+
+logger = logging.getLogger(__name__)
+
+
+class GenEnvReset(BaseModel):
+    """What a ``reset`` may ask for (the ``data`` of a ``reset`` message); any other field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: StrictInt | None = Field(default=None, ge=0, description="draws the task when task_id is not given")
+    episode_id: StrictStr | None = Field(default=None, description="the episode's name in the session's state")
+    task_id: StrictStr | None = Field(default=None, description="the task of the served split to play")
 
 
 class GenEnvObservation(Observation):
@@ -110,9 +144,14 @@ class ToolEnvEnvironment(Environment[GenEnvAction, GenEnvObservation, GenEnvStat
         self._state = GenEnvState(benchmark=adapter.name, split=split)
 
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **_: Any
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **extra: Any
     ) -> GenEnvObservation:
-        """Start an episode: the task ``task_id`` of the served split, or one drawn with ``seed``."""
+        """Start an episode: the task ``task_id`` of the served split, or one drawn with ``seed``. A field of the wrong
+        type or one :class:`GenEnvReset` does not know raises ``ValueError`` naming it."""
+        try:
+            GenEnvReset(seed=seed, episode_id=episode_id, task_id=task_id, **extra)
+        except ValidationError as error:
+            raise ValueError(f"invalid reset: {_summary(error)}") from None
         options = None
         if task_id is not None:
             if task_id not in self._by_id:
@@ -210,12 +249,141 @@ def build_app(
     )
     app = FastAPI(title=f"genenv {adapter.name} ({split}) over OpenEnv")
     server.register_routes(app)
+    app.add_middleware(SessionGuard, action_cls=action_type(max_action_chars))
 
     @app.get("/sessions", tags=["Health"], summary="Open sessions and the limit")
     def sessions() -> dict[str, int]:
         return {"active": server.active_sessions, "max": server.max_concurrent_envs}
 
     return app
+
+
+Scope = MutableMapping[str, Any]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: the messages a session takes, by ``type`` (OpenEnv's protocol; ``mcp`` goes to OpenEnv, which says it is not served)
+MESSAGES: dict[str, type[BaseModel]] = {
+    "reset": WSResetMessage,
+    "step": WSStepMessage,
+    "state": WSStateMessage,
+    "close": WSCloseMessage,
+}
+#: close codes of a client that closed its session itself (normal, going away, no status given)
+CLEAN_CLOSE_CODES = frozenset({1000, 1001, 1005})
+
+
+class SessionGuard:
+    """ASGI middleware over OpenEnv's WebSocket sessions (``path``): each text frame is checked against the protocol
+    before OpenEnv's handler sees it, and a client that is gone is never written to.
+
+    A malformed frame gets an OpenEnv error message (``INVALID_JSON``, ``UNKNOWN_TYPE`` or ``VALIDATION_ERROR``, with
+    ``message`` naming the cause and, for a schema violation, pydantic's ``errors``) and the session waits for the next
+    frame: binary frames, invalid JSON, JSON that is not an object, a ``type`` that is not one of ``reset``, ``step``,
+    ``state``, ``close``, ``mcp``, and a message its model refuses (a ``reset`` by :class:`GenEnvReset`, a ``step``'s
+    data by ``action_cls``). Once the client has gone (its connection dropped, a reply could not be sent), further
+    replies are dropped and OpenEnv's handler ends the session as for a normal close; the connection logs one INFO
+    line when it ended without a clean close.
+    """
+
+    def __init__(self, app: ASGIApp, action_cls: type[Action], path: str = "/ws") -> None:
+        self.app = app
+        self.action_cls = action_cls
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        client = "{}:{}".format(*scope["client"]) if scope.get("client") else "a client"
+        gone = False
+
+        def went_away(reason: str | None) -> None:
+            """Drop every later reply; log ``reason`` (``None``: a clean close) once."""
+            nonlocal gone
+            if not gone and reason is not None:
+                logger.info("session of %s closed: %s", client, reason)
+            gone = True
+
+        async def guarded_send(message: ASGIMessage) -> None:
+            if gone:
+                return
+            try:
+                await send(message)
+            except OSError:  # uvicorn's ClientDisconnected: the connection is closed
+                went_away("the client went away before a reply" if message["type"] == "websocket.send" else None)
+
+        async def guarded_receive() -> ASGIMessage:
+            while True:
+                message = await receive()
+                if message["type"] == "websocket.disconnect":
+                    code = message.get("code", 1000)
+                    went_away(None if code in CLEAN_CLOSE_CODES else f"the connection ended unclosed (code {code})")
+                if message["type"] != "websocket.receive" or (error := self.frame_error(message)) is None:
+                    return message
+                await guarded_send({"type": "websocket.send", "text": error})
+
+        await self.app(scope, guarded_receive, guarded_send)
+
+    def frame_error(self, frame: ASGIMessage) -> str | None:
+        """The error reply (JSON text) to a received WebSocket ``frame`` the protocol does not allow; ``None`` for one
+        it does."""
+        text = frame.get("text")
+        if text is None:
+            return _error_reply(WSErrorCode.INVALID_JSON, "binary frame: send each message as JSON text")
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as error:
+            return _error_reply(WSErrorCode.INVALID_JSON, f"Invalid JSON: {error}")
+        if not isinstance(payload, dict):
+            return _error_reply(
+                WSErrorCode.VALIDATION_ERROR,
+                f"a message must be a JSON object with a 'type' ({', '.join(MESSAGES)}), got {_json_kind(payload)}",
+            )
+        kind = payload.get("type")
+        if kind == "mcp":
+            return None
+        if not isinstance(kind, str) or kind not in MESSAGES:
+            return _error_reply(
+                WSErrorCode.UNKNOWN_TYPE,
+                f"unknown message type {kind!r}: a message's 'type' is one of {', '.join(MESSAGES)}",
+            )
+        try:
+            message = MESSAGES[kind].model_validate(payload)
+        except ValidationError as error:
+            return _validation_reply(kind, error)
+        data_model = GenEnvReset if kind == "reset" else self.action_cls if kind == "step" else None
+        if data_model is not None:
+            try:
+                data_model.model_validate(message.data)
+            except ValidationError as error:
+                return _validation_reply(kind, error, "data.")
+        return None
+
+
+def _error_reply(code: WSErrorCode, message: str, **fields: Any) -> str:
+    return WSErrorResponse(data={"message": message, "code": code, **fields}).model_dump_json()
+
+
+def _validation_reply(kind: str, error: ValidationError, prefix: str = "") -> str:
+    """The ``VALIDATION_ERROR`` reply to a ``kind`` message ``error`` refused (its fields under ``prefix``)."""
+    message = f"invalid {kind} message: {_summary(error, prefix)}"
+    errors = error.errors(include_url=False, include_context=False, include_input=False)
+    return _error_reply(WSErrorCode.VALIDATION_ERROR, message, errors=errors)
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else kinds[type(value)]
+
+
+def _summary(error: ValidationError, prefix: str = "") -> str:
+    """Each of ``error``'s problems as ``field: what is wrong``, joined."""
+    return "; ".join(
+        f"{prefix}{'.'.join(map(str, item['loc'])) or 'message'}: {item['msg']}" for item in error.errors()
+    )
 
 
 class GenEnvClient(EnvClient[GenEnvAction, GenEnvObservation, GenEnvState]):
