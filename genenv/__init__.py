@@ -1,7 +1,12 @@
 """genenv: difficulty-aligned co-evolution of LLM agents and environment simulators (GenEnv).
 
-Importing ``genenv`` registers the Gymnasium ids (``GenEnv-APIBank-v0``, ...).
+Importing ``genenv`` registers the Gymnasium ids (``GenEnv-APIBank-v0``, ...). The light names (the envs, the adapter
+protocol and its registry) are imported with the package; the trainer and the curricula, which load torch and TRL,
+on first use.
 """
+
+from importlib import import_module
+from typing import Any
 
 from genenv.benchmarks.base import (
     BenchmarkAdapter,
@@ -12,6 +17,7 @@ from genenv.benchmarks.base import (
     Trajectory,
     Turn,
     available_benchmarks,
+    env_id,
     get_benchmark,
     register_benchmark,
 )
@@ -20,6 +26,14 @@ from genenv.envs.tool_env import ToolEnv
 from genenv.toolcalls import parse_tool_calls
 
 __version__ = "0.1.0"
+
+#: public names imported on first use: name -> module
+_LAZY = {
+    "CoEvolutionTrainer": "genenv.coevolution",
+    "GenEnvConfig": "genenv.coevolution",
+    "AlphaCurriculum": "genenv.curriculum.alpha",
+    "AlphaCurriculumConfig": "genenv.curriculum.alpha",
+}
 
 __all__ = [
     "ENV_IDS",
@@ -32,7 +46,17 @@ __all__ = [
     "Trajectory",
     "Turn",
     "available_benchmarks",
+    "env_id",
     "get_benchmark",
     "parse_tool_calls",
     "register_benchmark",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'genenv' has no attribute {name!r}")

@@ -1,4 +1,8 @@
-"""Where the Hydra configs live and the small helpers every entry point shares."""
+"""Where the Hydra configs live and the small helpers every entry point shares.
+
+The ``bench`` group has no YAML files: its node for every registered benchmark (built in, from an entry point, or
+registered in code before the entry point composes) is the adapter's :meth:`~genenv.benchmarks.base.BenchmarkAdapter.
+bench_defaults`, stored in Hydra's ConfigStore by :func:`register_bench_configs`."""
 
 from __future__ import annotations
 
@@ -8,18 +12,43 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from genenv.benchmarks.base import available_benchmarks, get_benchmark_class
+
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+
+def register_bench_configs() -> list[str]:
+    """Store ``bench/<name>`` in Hydra's ConfigStore for every registered benchmark (``+bench=NAME``); returns
+    the names. A benchmark whose adapter cannot load is left out (logged by the registry)."""
+    store = ConfigStore.instance()
+    names = []
+    for name in available_benchmarks():
+        try:
+            node = get_benchmark_class(name).bench_defaults()
+        except (ImportError, KeyError):
+            continue
+        store.store(group="bench", name=name, node=node)
+        names.append(name)
+    return names
+
+
+register_bench_configs()
 
 
 def require_bench(cfg: DictConfig) -> DictConfig:
     """The chosen benchmark config, or a clear error telling how to choose one."""
     if "bench" not in cfg or cfg.bench is None:
-        from genenv.benchmarks.base import available_benchmarks
-
         raise SystemExit(f"choose a benchmark with +bench=NAME; available: {', '.join(available_benchmarks())}")
     return cfg.bench
+
+
+def episode_turns(cfg: DictConfig, override: int | None = None) -> int:
+    """The episode length an entry point plays: its own ``max_turns`` setting ``override`` when set, else the bench
+    node's, which is the adapter's ``max_turns`` unless ``bench.max_turns=N`` overrides it."""
+    return int(override or require_bench(cfg).max_turns)
 
 
 def adapter_data_dir(cfg: DictConfig) -> Path | None:

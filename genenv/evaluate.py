@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from genenv.agents.agent import Agent, Episode
 from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
-from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
+from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
 from genenv.console import progress as progress_bar
 from genenv.envs.tool_env import ToolEnv
 from genenv.llm.engines import OpenAIConfig, build_engine, resolve_engine
@@ -47,7 +47,7 @@ def evaluate(
     tasks: list[Task],
     *,
     batch_size: int = 8,
-    max_turns: int = 4,
+    max_turns: int | None = None,
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[dict[str, Any], list[Episode]]:
@@ -93,7 +93,7 @@ def evaluate_with_journal(
     journal: str | os.PathLike[str],
     *,
     batch_size: int = 8,
-    max_turns: int = 4,
+    max_turns: int | None = None,
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -205,7 +205,7 @@ def run(cfg: DictConfig) -> Path:
             openai=OpenAIConfig(**OmegaConf.to_container(cfg.openai, resolve=True)) if engine == "openai" else None,
         ),
     )
-    max_turns = cfg.max_turns or bench.max_turns
+    max_turns = episode_turns(cfg, cfg.max_turns)
     continued, began = (out / JOURNAL).exists(), time.perf_counter()
     summary, records = evaluate_with_journal(
         adapter, agent, tasks, out / JOURNAL, batch_size=cfg.batch_size, max_turns=max_turns, seed=cfg.seed

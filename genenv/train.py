@@ -21,7 +21,7 @@ from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
 from genenv.checkpoints import read_metrics
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
-from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, require_bench
+from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
 from genenv.console import RunDisplay, quiet_console
 from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve
@@ -38,8 +38,7 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
     data_dir = adapter_data_dir(cfg)
     settings: dict[str, Any] = OmegaConf.to_container(cfg.coevolution, resolve=True)
     agent: dict[str, Any] = OmegaConf.to_container(cfg.agent, resolve=True)
-    if agent.get("max_turns") is None:
-        agent["max_turns"] = bench.max_turns
+    agent["max_turns"] = episode_turns(cfg, agent.get("max_turns"))
     return GenEnvConfig(
         benchmark=bench.name,
         data_dir=str(data_dir) if data_dir else None,

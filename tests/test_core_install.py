@@ -11,12 +11,11 @@ import textwrap
 EXTRA_MODULES = {
     "httpx", "ctranslate2", "llama_cpp", "reasoning_gym", "alfworld", "textworld", "tree_sitter", "tree_sitter_java",
     "tree_sitter_javascript", "bfcl_eval", "fastapi", "uvicorn", "websockets", "fastmcp", "openai", "openenv",
-    "verifiers", "tensorboard", "vllm", "jsonschema", "tomli_w",
+    "verifiers", "tensorboard", "vllm", "tomli_w",
 }  # fmt: skip
 
 #: genenv modules that need an extra to import: the module -> the install command its error names
 NEEDS_EXTRA = {
-    "genenv.benchmarks.reasoning_gym": "pip install 'genenv[reasoning-gym]'",
     "genenv.integrations.openenv": "pip install 'genenv[openenv]'",
     "genenv.integrations.verifiers": "pip install 'genenv[verifiers]'",
 }
@@ -58,6 +57,20 @@ def test_every_module_but_the_extras_own_imports_on_the_core_install():
     assert set(failed) == set(NEEDS_EXTRA), result.stdout
     for module, install in NEEDS_EXTRA.items():
         assert install in failed[module], failed[module]
+
+
+def test_a_benchmark_without_its_extra_is_registered_and_names_the_extra_when_built():
+    result = run_without_extras("""
+        import gymnasium as gym
+        import genenv
+        print(gym.spec("GenEnv-ReasoningGym-v0").max_episode_steps)
+        try:
+            genenv.get_benchmark("reasoning_gym")
+        except ImportError as error:
+            print(error)
+    """)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "pip install 'genenv[reasoning-gym]'" in result.stdout and result.stdout.split()[0] == "2"
 
 
 def test_openai_engine_without_httpx_names_its_extra():

@@ -30,7 +30,7 @@ from genenv.pools import TaskPool  # noqa: E402
 from genenv.train import genenv_config  # noqa: E402
 
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-1"]
-SIZES = {"test_per_level": 4, "validation_per_level": 2, "train_per_level": 6}
+SIZES = {"test_per_level": 4, "validation_per_level": 2, "train_per_level": 6, "answer_format": "answer"}
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,11 @@ def test_valid_spec_is_deterministic_and_gold_scores_one(adapter):
 
 def test_partial_credit_is_the_family_own(adapter):
     backward = ReasoningGymAdapter(
-        families=["spell_backward@0"], test_per_level=1, validation_per_level=0, partial_credit=True
+        families=["spell_backward@0"],
+        test_per_level=1,
+        validation_per_level=0,
+        partial_credit=True,
+        answer_format="answer",
     )
     task = backward.parse_task(spec(family="spell_backward", level=0, seed=3))
     gold = task.gold["answer"]
@@ -366,7 +370,7 @@ def test_two_epoch_coevolution_with_tiny_model(tmp_path):
 def test_expert_trace_of_every_base_task_scores_full_and_shows_the_expression():
     """D_train's base data (split ``train``): each expert trace, replayed through ToolEnv, records the same
     messages and solves its task; the arithmetic families' traces write ``expression = answer``."""
-    base = get_benchmark("reasoning_gym", families=["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"])
+    base = get_benchmark("reasoning_gym", answer_format="answer")
     tasks = base.load_tasks("train")
     assert len(tasks) == 9 * 64
     for task in tasks:
@@ -400,7 +404,7 @@ def test_worked_expert_traces_show_each_operation_and_score_full():
 def test_worked_answers_are_read_as_reasoning_gym_reads_them():
     """Only the last ``<answer>...</answer>`` counts (case-sensitive, stripped, as reasoning-gym's extract_answer);
     working without the tag, or a tag left open, is no answer; the default format still reads plain answers."""
-    worked = ReasoningGymAdapter(families=["chain_sum@0"], answer_format="worked", **SIZES)
+    worked = ReasoningGymAdapter(families=["chain_sum@0"], **{**SIZES, "answer_format": "worked"})
     plain = ReasoningGymAdapter(families=["chain_sum@0"], **SIZES)
     task = worked.load_tasks("test")[0]
     gold = task.gold["answer"]

@@ -23,7 +23,7 @@ from genenv.benchmarks.reasoning_gym_expressions import (  # noqa: E402
 from genenv.envs.expert import replay_expert  # noqa: E402
 from genenv.llm.constrained import json_schema_constraint  # noqa: E402, F401  (patches lm-format-enforcer's import)
 
-SIZES = {"test_per_level": 4, "validation_per_level": 2, "train_per_level": 6}
+SIZES = {"test_per_level": 4, "validation_per_level": 2, "train_per_level": 6, "answer_format": "answer"}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from genenv.benchmarks.base import (
     available_benchmarks,
     env_id,
     get_benchmark,
+    register_benchmark,
     require_files,
 )
 
@@ -31,6 +32,7 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
             class EchoAdapter(BenchmarkAdapter):
                 name = "echo"
                 splits = ("test",)
+                max_turns = 3
                 def load_tasks(self, split):
                     return [Task("e0", "echo", "Say hi.", {"answer": "hi"}, split)]
                 def tools(self, task):
@@ -55,7 +57,8 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
         import sys
         import gymnasium as gym
         from genenv import ENV_IDS, ToolEnv, available_benchmarks, get_benchmark
-        assert ENV_IDS["GenEnv-Echo-v0"] == "echo" and "toybench" not in sys.modules  # an id, the package not loaded
+        assert ENV_IDS["GenEnv-Echo-v0"] == "echo"
+        assert gym.spec("GenEnv-Echo-v0").max_episode_steps == 3  # the adapter's own episode length
         env = gym.make("GenEnv-Echo-v0", task_source="benchmark", data_dir=".")
         env.reset(seed=0)
         print(env.step("hi")[1])
@@ -70,6 +73,16 @@ def test_third_party_benchmark_via_entry_point(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1.0", "1.0"]
+
+
+def test_an_adapter_without_an_episode_length_is_refused_by_name():
+    class NoLength(ToyAdapter):
+        name = "no_length"
+        max_turns = None
+
+    with pytest.raises(TypeError, match="NoLength must state its episode length as a class attribute max_turns"):
+        register_benchmark("no_length")(NoLength)
+    assert "no_length" not in available_benchmarks()
 
 
 BUILT_IN_IDS = {

@@ -28,6 +28,7 @@ class ToyAdapter(BenchmarkAdapter):
 
     name = "toy"
     splits = ("train", "test")
+    max_turns = 8
     task_schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
 
     def load_tasks(self, split: str) -> list[Task]:

@@ -103,7 +103,7 @@ class GRPOAgentConfig:
         max_completion_length: token budget of a whole episode's completion: every turn *and* every tool
             response block. An episode whose next tool response would not fit (with room for one more
             token) ends there and is scored as a truncated episode. Also TRL's ``max_completion_length``.
-        max_turns: agent turns per episode (``ToolEnv(max_turns=...)``); reaching it truncates and scores.
+        max_turns: agent turns per episode (``None``: the benchmark's); reaching it truncates and scores.
         per_device_train_batch_size: episodes per forward/backward micro-batch (TRL semantics: completions,
             not tasks). The update does not depend on it (TRL normalises the loss over the whole step); on a CPU 1 is
             fastest and smallest, as no padding is computed or stored (GPUs want larger micro-batches).
@@ -179,7 +179,7 @@ class GRPOAgentConfig:
     beta: float = 0.0
     max_new_tokens: int = 128
     max_completion_length: int = 1024
-    max_turns: int = 4
+    max_turns: int | None = None
     per_device_train_batch_size: int = 1
     gradient_accumulation_steps: int = 8
     temperature: float = 1.0
@@ -217,7 +217,7 @@ class GRPOAgentConfig:
             raise ValueError(f"GRPO needs num_generations >= 2, got {self.num_generations}")
         if self.max_new_tokens < 1 or self.max_completion_length < self.max_new_tokens:
             raise ValueError("need 1 <= max_new_tokens <= max_completion_length")
-        if self.max_turns < 1:
+        if self.max_turns is not None and self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         from genenv.llm.engines import COMPUTE_TYPES, ENGINES
 

@@ -284,7 +284,7 @@ def play_episodes(
     generate: GenerateFn,
     *,
     eos_token_ids: Sequence[int],
-    max_turns: int,
+    max_turns: int | None,
     max_completion_length: int | None = None,
     few_shot: FewShot = True,
     env_kwargs: dict[str, Any] | None = None,

@@ -11,6 +11,7 @@ other types an adapter speaks in.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -147,18 +148,66 @@ class DataNotFoundError(FileNotFoundError):
 class BenchmarkAdapter(ABC):
     """One benchmark: data loading, tools, execution, official scoring, generated-task schema.
 
-    Subclasses set ``name`` and ``splits`` and implement the abstract methods. State that a
+    Subclasses set ``name``, ``splits`` and ``max_turns`` and implement the abstract methods. State that a
     tool back-end mutates during an episode lives in the object returned by :meth:`start`;
     the adapter itself stays immutable after construction so one instance serves many envs.
+
+    The class attributes below are the benchmark's defaults for every entry point: ``gym.make`` (the registered
+    ``max_episode_steps``), ``genenv.train``, ``genenv.evaluate``, ``genenv.serve``, TRL and verifiers all read them
+    (:meth:`bench_defaults`), and the keyword defaults of ``__init__`` are its ``options``.
     """
 
     name: ClassVar[str]
     splits: ClassVar[tuple[str, ...]]
+    #: the episode length: agent turns before an episode is truncated (Gymnasium's ``max_episode_steps``).
+    max_turns: ClassVar[int]
+    #: the split ``gym.make`` and ``genenv.evaluate`` play (``None``: the first of ``splits``).
+    default_split: ClassVar[str | None] = None
+    #: the held-out split ``genenv.train`` scores before training and after each epoch (``None``: none).
+    validation_split: ClassVar[str | None] = None
+    #: the training split whose expert traces are D_train's base data (``None``: no base data).
+    base_split: ClassVar[str | None] = None
+    #: at most this many base tasks, evenly spread over ``base_split`` (``None``: all).
+    base_limit: ClassVar[int | None] = None
+    #: a YAML file beside the adapter's module whose keys override :meth:`bench_defaults` (``None``: none).
+    bench_yaml: ClassVar[str | None] = None
     #: JSON schema of the object the simulator must write for a generated task.
     task_schema: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
         self.data_dir = resolve_data_dir(self.name, data_dir)
+
+    @classmethod
+    def bench_defaults(cls) -> dict[str, Any]:
+        """The benchmark's config (the ``bench`` node of ``+bench=NAME``): ``name``, ``split``, ``max_turns``,
+        ``validation_split``, ``base_split``, ``base_limit`` and ``options``, the keyword defaults of ``__init__``
+        (``data_dir`` aside); then the keys of :attr:`bench_yaml`, if the adapter ships one."""
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        options = {
+            param.name: list(param.default) if isinstance(param.default, tuple) else param.default
+            for param in inspect.signature(cls.__init__).parameters.values()
+            if param.name not in ("self", "data_dir") and param.kind in keyword and param.default is not param.empty
+        }
+        defaults = {
+            "name": cls.name,
+            "split": cls.default_split or cls.splits[0],
+            "max_turns": cls.max_turns,
+            "validation_split": cls.validation_split,
+            "base_split": cls.base_split,
+            "base_limit": cls.base_limit,
+            "options": options,
+        }
+        if cls.bench_yaml is None:
+            return defaults
+        import yaml
+
+        path = Path(inspect.getfile(cls)).parent / cls.bench_yaml
+        override = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(override, dict) or not set(override) <= set(defaults) - {"name"}:
+            unknown = sorted(set(override) - set(defaults)) if isinstance(override, dict) else override
+            raise ValueError(f"{path}: a bench YAML holds keys of {sorted(set(defaults) - {'name'})}, got {unknown}")
+        options.update(override.pop("options", None) or {})
+        return {**defaults, **override, "options": options}
 
     # -- data ---------------------------------------------------------------------------
     @abstractmethod
@@ -373,7 +422,7 @@ def require_files(data_dir: Path, files: list[str], benchmark: str, how_to_get: 
 # -- registry ----------------------------------------------------------------------------
 
 _REGISTRY: dict[str, type[BenchmarkAdapter]] = {}
-# Built-in adapters, imported on first use so `import genenv` stays light.
+# Built-in adapters: light modules whose heavy dependencies load on first use.
 _BUILTIN: dict[str, str] = {
     "apibank": "genenv.benchmarks.apibank:APIBankAdapter",
     "alfworld": "genenv.benchmarks.alfworld:ALFWorldAdapter",
@@ -403,14 +452,18 @@ def env_id(name: str) -> str:
     return f"GenEnv-{title}-v0"
 
 
-def _register_env(name: str) -> None:
-    """Register benchmark ``name``'s Gymnasium id: a :class:`~genenv.envs.tool_env.ToolEnv` over it. An id another
-    benchmark holds already stays that one's (logged)."""
-    key, env = name.lower(), env_id(name)
+def _register_env(key: str, max_turns: int) -> None:
+    """Register benchmark ``key``'s Gymnasium id: a :class:`~genenv.envs.tool_env.ToolEnv` over it whose
+    ``max_episode_steps`` is the benchmark's episode length. An id another benchmark holds already stays that one's
+    (logged)."""
+    env = env_id(key)
     spec = gym_registry.get(env)
     if spec is None:
         register(
-            id=env, entry_point="genenv.envs.tool_env:ToolEnv", kwargs={"benchmark": key, "task_source": "simulator"}
+            id=env,
+            entry_point="genenv.envs.tool_env:ToolEnv",
+            kwargs={"benchmark": key, "task_source": "simulator"},
+            max_episode_steps=max_turns,
         )
     elif spec.kwargs.get("benchmark") != key:
         logger.warning(
@@ -428,8 +481,14 @@ def register_benchmark(name: str | None = None):
         existing = _REGISTRY.get(key)
         if existing is not None and existing is not cls:
             raise ValueError(f"benchmark {key!r} is already registered by {existing.__qualname__}")
+        turns = getattr(cls, "max_turns", None)
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
+            raise TypeError(
+                f"{cls.__qualname__} must state its episode length as a class attribute max_turns (a positive int), "
+                f"got {turns!r}"
+            )
         _REGISTRY[key] = cls
-        _register_env(key)
+        _register_env(key, turns)
         return cls
 
     return decorator
@@ -478,6 +537,11 @@ def get_benchmark(name: str, **kwargs: Any) -> BenchmarkAdapter:
     return get_benchmark_class(name)(**kwargs)
 
 
-# The ids of the built-in benchmarks and of those installed packages advertise, without importing any of them.
-for _name in (*_BUILTIN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))):
-    _register_env(_name)
+# The ids of the built-in benchmarks and of those installed packages advertise: their adapter classes are imported
+# (each keeps its heavy imports for first use) for the episode length every id is registered with.
+for _name in _BUILTIN:
+    try:
+        _load_builtin(_name)
+    except ImportError:
+        logger.exception("could not load the built-in benchmark %r", _name)
+_load_entry_points()

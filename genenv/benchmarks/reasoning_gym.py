@@ -55,9 +55,10 @@ breakdown is 1.0 only for a full score.
 
 Worked answers (``answer_format="worked"``)
 -------------------------------------------
-By default (``answer_format="answer"``) the prompt asks for only the final answer, and the expert trace of an
+With ``answer_format="answer"`` the prompt asks for only the final answer, and the expert trace of an
 arithmetic item is ``expression = answer``: one line with nothing to reason over, so a small agent's attempts at a
-task mostly all agree, and GRPO has few groups whose rewards differ. ``answer_format="worked"`` asks the agent to work
+task mostly all agree, and GRPO has few groups whose rewards differ. ``answer_format="worked"`` (the default) asks the
+agent to work
 the problem out and to give the answer as ``<answer>...</answer>``, as reasoning-gym's own default system prompt
 does, and reads the reply the way reasoning-gym's ``extract_answer`` does: the text of the last
 ``<answer>...</answer>`` (stripped), and no answer without one; the scorer sees only that text. The expert trace of an
@@ -93,14 +94,27 @@ from .base import BenchmarkAdapter, Score, StepResult, Task, ToolCall, Trajector
 from .reasoning_gym_expressions import FAMILIES as EXPRESSION_FAMILIES
 from .reasoning_gym_expressions import expression_pattern, parse_expression, worked_steps
 
-try:
-    import reasoning_gym  # noqa: F401  (registers the datasets)
-    from reasoning_gym.coaching.attributes import RangeAttributeDefinition
-    from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
-except ImportError as error:  # pragma: no cover - exercised only without the optional extra
-    raise ImportError(
-        "the reasoning_gym benchmark needs the reasoning-gym package: pip install 'genenv[reasoning-gym]'"
-    ) from error
+
+@lru_cache(maxsize=1)
+def _reasoning_gym() -> Any:
+    """reasoning-gym's factory module, imported on first use (``import genenv`` stays light without the extra)."""
+    try:
+        import reasoning_gym  # noqa: F401  (registers the datasets)
+        from reasoning_gym import factory
+    except ImportError as error:  # pragma: no cover - exercised only without the optional extra
+        raise ImportError(
+            "the reasoning_gym benchmark needs the reasoning-gym package: pip install 'genenv[reasoning-gym]'"
+        ) from error
+    return factory
+
+
+def create_curriculum(family: str) -> Any:
+    return _reasoning_gym().create_curriculum(family)
+
+
+def _datasets() -> dict[str, Any]:
+    return _reasoning_gym().DATASETS
+
 
 logger = logging.getLogger(__name__)
 
@@ -160,14 +174,14 @@ def generate_entry(family: str, level: int, seed: int) -> dict[str, Any]:
 
     Raises whatever reasoning-gym raises for a configuration it cannot generate.
     """
-    dataset_cls = DATASETS[family][0]
+    dataset_cls = _datasets()[family][0]
     return dataset_cls(_configuration(family, level, seed))[0]
 
 
 @lru_cache(maxsize=256)
 def _scorer(family: str, level: int) -> Any:
     """A dataset of ``family`` at ``level`` whose ``score_answer`` scores that level's items."""
-    return DATASETS[family][0](_configuration(family, level, 0))
+    return _datasets()[family][0](_configuration(family, level, 0))
 
 
 @lru_cache(maxsize=1024)
@@ -180,6 +194,8 @@ def level_ranges(family: str, level: int) -> tuple[int, int, int, int]:
 @lru_cache(maxsize=1024)
 def level_description(family: str, level: int) -> str:
     """The dataset settings a level stands for, e.g. ``num_terms=2-3, num_digits=1-2``."""
+    from reasoning_gym.coaching.attributes import RangeAttributeDefinition
+
     config = dataclasses.asdict(_configuration(family, level, 0))
     parts = []
     for attr in create_curriculum(family).attributes.values():
@@ -197,9 +213,9 @@ def parse_family_entry(entry: str) -> tuple[str, list[int]]:
     if match is None:
         raise ValueError(f"family entry {entry!r} is not 'name', 'name@L' or 'name@A-B'")
     name, first, last = match.groups()
-    if name not in DATASETS:
+    if name not in _datasets():
         raise ValueError(f"unknown reasoning-gym family {name!r}")
-    if name not in CURRICULA:
+    if name not in _reasoning_gym().CURRICULA:
         raise ValueError(f"reasoning-gym family {name!r} has no curriculum (no difficulty levels)")
     top = max_level(name)
     lo = 0 if first is None else int(first)
@@ -276,6 +292,10 @@ class ReasoningGymAdapter(BenchmarkAdapter):
 
     name = BENCHMARK
     splits = SPLITS
+    max_turns = 2
+    default_split = "test"
+    validation_split = "validation"  # held out like test (its own seeds)
+    base_split = "train"  # expert traces of the gold answers, seeds disjoint from the others
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
@@ -290,14 +310,14 @@ class ReasoningGymAdapter(BenchmarkAdapter):
     def __init__(
         self,
         data_dir=None,
-        families: list[str] | tuple[str, ...] | str | None = None,
+        families: list[str] | tuple[str, ...] | str | None = DEFAULT_FAMILIES,
         test_per_level: int = 16,
         validation_per_level: int = 8,
         train_per_level: int = 64,
         partial_credit: bool = False,
         level_step: int | None = 1,
         task_spec: str = "seed",
-        answer_format: str = "answer",
+        answer_format: str = "worked",
         requests: str = "levels",
     ) -> None:
         super().__init__(data_dir)
@@ -626,7 +646,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
         if not isinstance(name, str):
             raise ValueError("'family' must be a string")
         if name not in self.levels:
-            known = "known to reasoning-gym but not configured" if name in DATASETS else "unknown"
+            known = "known to reasoning-gym but not configured" if name in _datasets() else "unknown"
             raise ValueError(f"family {name!r} is {known}; configured: {', '.join(self.levels)}")
         if self.task_spec == "expression":
             if not isinstance(obj["expression"], str):
@@ -752,7 +772,7 @@ def _example_expression(task: Task) -> str:
 def _spec(gold: Any) -> tuple[str, int, int]:
     """(family, level, seed) of a task's gold spec."""
     family, level, seed = gold["family"], gold["level"], gold["seed"]
-    if not isinstance(family, str) or family not in DATASETS:
+    if not isinstance(family, str) or family not in _datasets():
         raise ValueError(f"unknown family {family!r}")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (level, seed)):
         raise ValueError("level and seed must be integers")

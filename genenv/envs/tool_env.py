@@ -54,7 +54,8 @@ class ToolEnv(gym.Env[str, str]):
         tasks: an explicit task list (overrides ``task_source``).
         simulator: a :class:`~genenv.envs.simulator.Simulator` or a model name for one (default
             ``"smollm2"``, loaded on the first ``reset``).
-        max_turns: episode length limit; reaching it (or the adapter's ``turn_limit`` of the task) truncates.
+        max_turns: episode length limit (``None``: the benchmark's ``max_turns``, which its Gymnasium id registers
+            as ``max_episode_steps``); reaching it (or the adapter's ``turn_limit`` of the task) truncates.
         max_action_chars: longer actions are refused with ``info["error"] == "action_too_long"`` (the
             ``action_space`` holds exactly the strings up to this length).
         max_calls_per_action: tool calls one action may make; the calls beyond it are not run, and the turn's
@@ -79,7 +80,7 @@ class ToolEnv(gym.Env[str, str]):
         split: str | None = None,
         tasks: list[Task] | None = None,
         simulator: Any = "smollm2",
-        max_turns: int = 8,
+        max_turns: int | None = None,
         max_action_chars: int = 32_768,
         max_calls_per_action: int = 16,
         expose_gold: bool = False,
@@ -106,7 +107,9 @@ class ToolEnv(gym.Env[str, str]):
         self._simulator = simulator
         self._generated: list[Task] = []
         self.generation_log: list[dict[str, Any]] = []
-        self.max_turns = max_turns
+        self.max_turns = self.adapter.max_turns if max_turns is None else max_turns
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise ValueError(f"max_turns must be a positive integer, got {self.max_turns!r}")
         self.max_action_chars = max_action_chars
         if max_calls_per_action < 1:
             raise ValueError(f"max_calls_per_action must be at least 1, got {max_calls_per_action}")
@@ -368,7 +371,9 @@ def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory)
         return Score(0.0, {"error": f"scoring failed: {error}"})
 
 
-def score_actions(adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int) -> float:
+def score_actions(
+    adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int | None = None
+) -> float:
     """The reward of ``actions`` played in order on ``task`` in a fresh :class:`ToolEnv` (actions after the episode
     ends are not played; actions that never end it are scored as a truncated episode)."""
     env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)

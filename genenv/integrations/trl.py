@@ -108,7 +108,7 @@ def _final_answer(completion: list[dict[str, Any]] | str) -> str | None:
 def environment_factory(
     benchmark: str | BenchmarkAdapter,
     *,
-    max_turns: int = 8,
+    max_turns: int | None = None,
     max_observation_chars: int = 16_384,
     **adapter_kwargs: Any,
 ) -> type[BenchmarkEnvironment]:
@@ -117,8 +117,8 @@ def environment_factory(
     Args:
         benchmark: a registered benchmark name or an adapter instance (shared by every rollout: adapters are
             immutable once built).
-        max_turns: turns per episode (one per tool call, one for the final answer); the benchmark's own turn limit
-            of a task applies too (``ToolEnv``).
+        max_turns: turns per episode (one per tool call, one for the final answer; ``None``: the benchmark's); the
+            benchmark's own turn limit of a task applies too (``ToolEnv``).
         max_observation_chars: tool output beyond this is cut, and the cut is stated.
         adapter_kwargs: the adapter's keyword arguments (``data_dir``, ``scoring``, ...), with a benchmark name only.
     """
@@ -128,6 +128,7 @@ def environment_factory(
         adapter = benchmark
     else:
         adapter = get_benchmark(benchmark, **adapter_kwargs)
+    max_turns = adapter.max_turns if max_turns is None else max_turns
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")
     name = "".join(part.capitalize() for part in re.findall(r"[a-z0-9]+", adapter.name.lower())) + "Environment"

@@ -44,8 +44,8 @@ def official_adapter(benchmark: str, data_dir: str | None) -> BenchmarkAdapter:
 
 
 class GenEnvTaskConfig(vf.TaskConfig):
-    max_turns: int = 8
-    """Agent turns per episode (the episode is truncated and scored after this many)."""
+    max_turns: int | None = None
+    """Agent turns per episode (the episode is truncated and scored after this many; ``None``: the benchmark's)."""
 
 
 class GenEnvData(vf.TaskData):

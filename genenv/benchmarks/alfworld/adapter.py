@@ -126,6 +126,11 @@ class ALFWorldAdapter(BenchmarkAdapter):
     """
 
     name = "alfworld"
+    max_turns = 50  # alfworld's max_nb_steps_per_episode
+    default_split = "valid_unseen"  # eval_out_of_distribution (134 games); valid_seen = eval_in_distribution (140)
+    validation_split = "valid_seen"
+    base_split = "train"  # expert traces: the train games' walkthroughs
+    base_limit = 60  # 10 per task type: each trace replays its game (seconds each)
     splits = ("train", "valid_seen", "valid_unseen")
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

@@ -158,6 +158,10 @@ class APIBankAdapter(BenchmarkAdapter):
     """API-Bank levels 1-3 with re-implemented APIs, official per-API correctness rules."""
 
     name = "apibank"
+    max_turns = 4
+    default_split = "level-1"
+    validation_split = "level-1-api"  # held out; scored during training
+    base_split = "train"  # training-data/lv3-api-train.json: expert traces, never evaluated
     #: the three levels, then one kind only (API-call or response samples) of levels 1 and 2
     splits = (*LEVELS, "level-1-api", "level-1-response", "level-2-api", "level-2-response", TRAIN_LEVEL)
     task_schema: ClassVar[dict[str, Any]] = TASK_SCHEMA

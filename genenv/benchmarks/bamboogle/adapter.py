@@ -104,6 +104,10 @@ class BamboogleAdapter(BenchmarkAdapter):
     """
 
     name = "bamboogle"
+    max_turns = 3
+    default_split = "heldout"  # the 112 never trained on; "test": all 125, the official set (13 of them heldin)
+    validation_split = "heldout"  # never shown to the simulator
+    base_split = "heldin"  # the 13 the simulator sees as examples: expert traces (two searches, then the answer)
     splits = ("test", "heldout", "heldin")
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

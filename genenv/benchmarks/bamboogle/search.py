@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from genenv.llm.generation import SamplingConfig, generate_chat
-
 
 class SearchEngine(Protocol):
     """What the adapter needs from a search back-end."""
@@ -133,7 +131,7 @@ class SimulatedSearch:
     def __init__(self, policy: Any = "smollm2", top_k: int = 3, max_new_tokens: int = 64, cache_size: int = 4096):
         self._policy = policy
         self.top_k = top_k
-        self.sampling = SamplingConfig(max_new_tokens=max_new_tokens, temperature=0.0)
+        self.max_new_tokens = max_new_tokens
         self.cache_size = cache_size
         self._cache: dict[str, str] = {}
 
@@ -153,9 +151,12 @@ class SimulatedSearch:
     def results(self, query: str) -> str:
         """The model's result text for ``query`` (greedy decoding, so repeated queries are cached)."""
         if query not in self._cache:
+            from genenv.llm.generation import SamplingConfig, generate_chat  # torch: loaded with the first search
+
+            sampling = SamplingConfig(max_new_tokens=self.max_new_tokens, temperature=0.0)
             if len(self._cache) >= self.cache_size:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[query] = generate_chat(self.policy, [self.conversation(query)], None, self.sampling)[0]
+            self._cache[query] = generate_chat(self.policy, [self.conversation(query)], None, sampling)[0]
         return self._cache[query]
 
     def search(self, query: str) -> str:

@@ -137,6 +137,9 @@ class BFCLAdapter(BenchmarkAdapter):
     """BFCL v4: AST, hallucination and multi-turn categories with the official checkers."""
 
     name = "bfcl"
+    max_turns = 8  # single-turn categories end at the first call; multi-turn needs several steps
+    default_split = "simple_python"
+    validation_split = "live_simple"  # held-out real-user queries of the generated tasks' shape
     splits: tuple[str, ...] = (*CATEGORIES, *GROUPS)
     task_schema: ClassVar[dict[str, Any]] = TASK_SCHEMA
 

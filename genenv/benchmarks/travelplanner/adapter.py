@@ -147,6 +147,10 @@ class TravelPlannerAdapter(BenchmarkAdapter):
     """TravelPlanner sole-planning / two-stage with the official constraint evaluation."""
 
     name = "travelplanner"
+    max_turns = 1  # sole-planning: one answer, as the official planner; two-stage needs more (e.g. max_turns=16)
+    default_split = "validation"  # the 180 validation queries, the official evaluation set
+    validation_split = "validation"
+    base_split = "train"  # the 45 train queries with gold plans: expert traces (sole-planning), never evaluated
     splits = ("train", "validation")
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -176,7 +180,7 @@ class TravelPlannerAdapter(BenchmarkAdapter):
         self,
         data_dir=None,
         mode: str = "sole-planning",
-        max_reference_rows: int | None = None,
+        max_reference_rows: int | None = 8,
         reward: str = "final",
     ) -> None:
         super().__init__(data_dir)
