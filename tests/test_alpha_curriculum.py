@@ -3,9 +3,11 @@ GRPOTrainer."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 
+import numpy as np
 import pytest
 from conftest import data_dir, two_step_grpo_config
 from scripted_simulator import ScriptedSimulator
@@ -100,6 +102,10 @@ def test_it_drives_trls_grpo_trainer_and_updates_the_simulator(adapter, tmp_path
     # each report ran the simulator's update on the batch's in-band outputs (2 tasks, written once or twice)
     assert all(entry["curriculum/simulator_examples"] >= 2 for entry in logged)
     assert source.update_simulator() == {"steps": 0, "examples": 0}
+    # the rows TRL read ahead of its 2 steps were handed out and never reported: counted, logged, then retired
+    assert source.handouts.counts() == {"handed_out": 6, "reported": 4, "retired": 0, "outstanding": 2}
+    assert logged[-1]["curriculum/outstanding"] == 2
+    assert source.retire(source.handouts.outstanding_ids) == 2 and source.handouts.outstanding == 0
     assert len(simulator.prompts) <= 3  # the tasks were written as the trainer read them, one batch ahead at most
 
 
@@ -118,11 +124,11 @@ def test_bad_input_is_refused(adapter):
     with pytest.raises(ValueError, match="at least 1"):
         source.next_tasks(0)
     (task,) = source.next_tasks(1)
-    with pytest.raises(ValueError, match="unknown task ids"):
+    with pytest.raises(ValueError, match="never handed out: apibank-gen-nothing"):
         source.report(["apibank-gen-nothing"], [1.0])
-    with pytest.raises(ValueError, match="1 task ids but 2 rewards"):
+    with pytest.raises(ValueError, match="task_ids has 1 entries but rewards has 2"):
         source.report([task.task_id], [1.0, 0.0])
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+    with pytest.raises(ValueError, match=r"lie in \[0, 1\]: rewards\[0\]=nan"):
         source.report([task.task_id], [float("nan")])
     with pytest.raises(ValueError, match="at least one"):
         source.report([], [])
@@ -179,6 +185,16 @@ def test_a_saved_curriculum_continues_where_it_stopped(adapter, tmp_path):
     resumed = make()
     resumed.load(tmp_path / "state")
     assert resumed.stats.rates() == original.stats.rates()
+    assert (
+        resumed.handouts.counts()
+        == original.handouts.counts()
+        == {
+            "handed_out": 1,
+            "reported": 1,
+            "retired": 0,
+            "outstanding": 0,
+        }
+    )
     (a,), (b,) = original.next_tasks(1), resumed.next_tasks(1)
     assert len(resumed.simulator.prompts) == 0  # the waiting task was handed out without writing
     assert a.to_dict() == b.to_dict() and a.task_id != first[0].task_id
@@ -220,3 +236,120 @@ def test_an_unconditioned_curriculum_never_shows_the_agents_success(adapter):
     for _ in range(2):
         shown.report(*zip(*_attempts(shown.next_tasks(2))))
     assert "currently solves 25%" in shown.simulator.prompts[-1][0][-1]["content"]
+
+
+# -- hand-out accounting -----------------------------------------------------------------------------------------
+
+
+def test_a_second_report_of_a_handout_is_refused_and_changes_nothing(adapter):
+    source = curriculum(adapter)
+    first, second = source.next_tasks(2)
+    source.report([first.task_id] * 2, [1.0, 1.0])
+    source.report([second.task_id] * 2, [1.0, 0.0])
+    rates, rewarded, counts = source.stats.rates(), len(source.rewarded), source.handouts.counts()
+    assert rates == {"Calculator": 0.75} and counts["outstanding"] == 0
+    with pytest.raises(ValueError, match=rf"{second.task_id} \(reported\); each hand-out is reported once"):
+        source.report([second.task_id] * 2, [1.0, 1.0])  # once counted, this turned 0.75 into 0.6
+    assert source.stats.rates() == rates and len(source.rewarded) == rewarded and source.handouts.counts() == counts
+    # the simulator writes the same two tasks again: two further hand-outs, each reported on its own
+    again = source.next_tasks(2)
+    assert [t.task_id for t in again] == [first.task_id, second.task_id]
+    with pytest.raises(ValueError, match=first.task_id):  # one open hand-out, one already reported: nothing changes
+        source.report([first.task_id, first.task_id], [1.0, 1.0], handout_ids=[2, 0])
+    assert source.report([first.task_id] * 2, [0.0, 0.0])["outstanding"] == 1
+    assert source.stats.rates() == {"Calculator": 0.5}
+
+
+def test_read_ahead_rows_stay_outstanding_until_retired(adapter, tmp_path):
+    """TRL reads rows ahead of training: 6 handed out, 4 trained (G = 2 attempts each, one batch). The 2 rows read
+    ahead are counted as outstanding, logged, and released by ``retire``; a retired row's report is refused."""
+    source = curriculum(adapter)
+    rows = list(itertools.islice(iter(source.dataset()), 6))
+    assert [row["handout_id"] for row in rows] == list(range(6))
+    assert source.handouts.counts() == {"handed_out": 6, "reported": 0, "retired": 0, "outstanding": 6}
+    trained = [row for row in rows[:4] for _ in range(2)]  # TRL repeats each row for its G rollouts
+    logged = {}
+
+    def reward(completions, task_id, **kwargs):
+        return [1.0 if i % 2 == 0 else 0.0 for i in range(len(completions))]
+
+    source.reporting(reward)(
+        prompts=[row["prompt"] for row in trained],
+        completions=["answer"] * len(trained),
+        task_id=[row["task_id"] for row in trained],
+        handout_id=[row["handout_id"] for row in trained],
+        task=[row["task"] for row in trained],
+        log_metric=logged.__setitem__,
+    )
+    # the scripted simulator wrote the same two tasks each time: the batch holds two hand-outs of each, both closed
+    assert len({row["task_id"] for row in rows[:4]}) == 2
+    assert logged["curriculum/outstanding"] == 2.0 and logged["curriculum/p_hat"] == 0.5
+    assert source.handouts.counts() == {"handed_out": 6, "reported": 4, "retired": 0, "outstanding": 2}
+    assert source.handouts.outstanding_ids == [rows[4]["task_id"], rows[5]["task_id"]]
+    source.save(tmp_path / "state")  # outstanding hand-outs are kept across a resume
+    resumed = curriculum(adapter)
+    resumed.load(tmp_path / "state")
+    assert resumed.handouts.to_dict() == source.handouts.to_dict()
+    assert resumed.report([rows[4]["task_id"]], [1.0], handout_ids=[4])["outstanding"] == 1
+    assert source.retire(source.handouts.outstanding_ids) == 2
+    assert source.handouts.counts() == {"handed_out": 6, "reported": 4, "retired": 2, "outstanding": 0}
+    with pytest.raises(ValueError, match=rf"{rows[4]['task_id']} \(retired\)"):
+        source.report([rows[4]["task_id"]] * 2, [1.0, 0.0], handout_ids=[4, 4])
+    with pytest.raises(ValueError, match="never handed out: apibank-gen-nothing"):
+        source.retire(["apibank-gen-nothing"])
+
+
+def test_every_wrong_type_is_named(adapter):
+    source = curriculum(adapter)
+    (task,) = source.next_tasks(1)
+    refused = [
+        (lambda: source.report(None, [1.0]), TypeError, "task_ids must be a list or tuple, got NoneType"),
+        (lambda: source.report(task.task_id, [1.0]), TypeError, "task_ids must be a list or tuple, got str"),
+        (lambda: source.report([task], [1.0]), TypeError, r"task_ids\[0\] is a Task, not its id: pass task.task_id"),
+        (lambda: source.report([7], [1.0]), TypeError, r"task_ids\[0\] is of type int, not a task id"),
+        (lambda: source.report([task.task_id], [None]), TypeError, r"rewards\[0\] is None, not a number"),
+        (lambda: source.report([task.task_id], ["1"]), TypeError, r"rewards\[0\] is of type str, not a number"),
+        (lambda: source.report([task.task_id], 1.0), TypeError, "rewards must be a list or tuple, got float"),
+        (lambda: source.report([task.task_id], {1.0}), TypeError, "rewards must be a list or tuple, got set"),
+        (lambda: source.report([task.task_id], [1.0, 0.0]), ValueError, "task_ids has 1 entries but rewards has 2"),
+        (lambda: source.report([task.task_id], [1.0], ["0"]), TypeError, r"handout_ids\[0\] is of type str"),
+        (lambda: source.report([task.task_id], [1.0], [0, 1]), ValueError, "handout_ids has 2"),
+        (lambda: source.report([task.task_id], [1.0], [99]), ValueError, r"handout_ids\[0\] is 99, not a hand-out"),
+        (lambda: source.next_tasks(2.0), TypeError, "n must be an int, got float"),
+        (lambda: source.next_tasks("2"), TypeError, "n must be an int, got str"),
+        (lambda: source.retire(task.task_id), TypeError, "task_ids must be a list or tuple, got str"),
+        (lambda: source.retire([task]), TypeError, r"task_ids\[0\] is a Task"),
+        (lambda: source.reporting("episode_reward"), TypeError, "reward_func must be a callable"),
+        (
+            lambda: source.reporting(lambda completions, **kwargs: [1.0])(completions=["a", "b"], task_id=["x", "y"]),
+            ValueError,
+            "returned 1 rewards for a batch of 2 completions",
+        ),
+    ]
+    for call, error, message in refused:
+        with pytest.raises(error, match=message):
+            call()
+    assert source.handouts.counts() == {"handed_out": 1, "reported": 0, "retired": 0, "outstanding": 1}
+    assert source.stats.rates() == {}
+    assert source.report((task.task_id, task.task_id), np.array([1.0, 0.0]))["p_hat"] == 0.5  # tuples, arrays
+
+
+def test_a_format_1_state_resumes_only_when_nothing_was_outstanding(adapter, tmp_path):
+    """States saved before hand-outs were kept (format 1) load when saved right after a report."""
+    source = curriculum(adapter)
+    tasks = source.next_tasks(2)
+    source.report(*zip(*_attempts(tasks)))
+    source.save(tmp_path / "state")
+    state = json.loads((tmp_path / "state" / "curriculum.json").read_text())
+    del state["handouts"]
+    state.update(format=1, handed_out=[t.to_dict() for t in tasks], unreported=0)
+    (tmp_path / "state" / "curriculum.json").write_text(json.dumps(state))
+    resumed = curriculum(adapter)
+    resumed.load(tmp_path / "state")
+    assert resumed.handouts.counts() == {"handed_out": 2, "reported": 2, "retired": 0, "outstanding": 0}
+    with pytest.raises(ValueError, match=r"\(reported\)"):
+        resumed.report([tasks[0].task_id], [1.0])
+    state["unreported"] = 1
+    (tmp_path / "state" / "curriculum.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="format-1 curriculum state saved with 1 tasks handed out and not reported"):
+        curriculum(adapter).load(tmp_path / "state")

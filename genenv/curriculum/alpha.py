@@ -5,8 +5,11 @@
 1. ``next_tasks(n)``: the simulator writes tasks, its prompt showing the agent's recent success per family
    (:class:`~genenv.curriculum.sources.WrittenEachEpoch`, conditioned); the adapter parses and validates each output,
    and only valid tasks are handed out (valid ones beyond ``n`` wait for the next call);
-2. ``report(task_ids, rewards)``: the agent's rewards on them, one per attempt (all G attempts at a task in one
-   call: the outputs that wrote a task are rewarded by its first report). The rewards feed the family statistics,
+2. ``report(task_ids, rewards)``: the agent's rewards on them, one per attempt, all G attempts at a handed-out task
+   in one call. Each hand-out is reported once (:mod:`genenv.curriculum.handouts`: a second report is refused, naming
+   the task); ``retire(task_ids)`` releases hand-outs that will never be reported, and ``handouts.outstanding``
+   counts the ones neither reported nor retired. The outputs that wrote a task are rewarded by its first report.
+   The rewards feed the family statistics,
    and each task's ``p_hat`` rewards the simulator outputs that wrote it with ``R_env = exp(-beta (p_hat -
    alpha)^2)``; outputs inside the band ``|p_hat - alpha| <= k`` become examples of the simulator's reward-weighted
    regression (weights ``exp(lambda R_env)``), run every ``update_every`` reports when ``rwr`` is set
@@ -26,7 +29,6 @@ import functools
 import inspect
 import json
 import logging
-import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.curriculum.handouts import Handouts, check_count, scored_attempts, scored_handout_ids
 from genenv.curriculum.reward import DifficultyFilter
 from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
 from genenv.curriculum.sources import WrittenEachEpoch
@@ -51,10 +54,10 @@ __all__ = ["AlphaCurriculum", "AlphaCurriculumConfig"]
 
 logger = logging.getLogger(__name__)
 
-#: unreported tasks the dataset hands out before it warns that the trainer reads far ahead (a shuffle buffer)
+#: hand-outs outstanding at which the dataset warns that the trainer reads far ahead (a shuffle buffer)
 READ_AHEAD_WARNING = 256
 _STATE_FILE = "curriculum.json"
-_STATE_FORMAT = 1
+_STATE_FORMAT = 2
 
 
 @dataclass
@@ -111,6 +114,7 @@ class AlphaCurriculum:
 
     Attributes:
         stats: the agent's recent success per family (what the simulator is shown).
+        handouts: the tasks handed out and what became of them (reported, retired, outstanding).
         rewarded: every simulator output whose task was reported, with what it earned, in report order.
     """
 
@@ -149,18 +153,21 @@ class AlphaCurriculum:
         )
         self._rng = np.random.default_rng(config.seed)
         self._written: list[Task] = []  # valid, not handed out yet
-        self._handed_out: dict[str, Task] = {}
+        self.handouts = Handouts()
         self._unrewarded: dict[str, list[Proposal]] = {}  # task id -> the outputs that wrote it, not yet rewarded
         self._rwr_examples: list[dict[str, Any]] = []
         self._reports = 0
-        self._unreported = 0  # tasks handed out since the last report
 
     # -- the two calls ------------------------------------------------------------------------
     def next_tasks(self, n: int) -> list[Task]:
         """``n`` valid tasks written for the agent's current success per family; raises ``RuntimeError`` (with the
         simulator's reject reasons) when its rounds write too few."""
-        if n < 1:
-            raise ValueError(f"n must be at least 1, got {n}")
+        tasks = self._write(check_count(n, "n"))
+        self.handouts.hand_out(tasks)
+        return tasks
+
+    def _write(self, n: int) -> list[Task]:
+        """The next ``n`` valid tasks, written when too few wait; not handed out yet."""
         if len(self._written) < n:
             wanted = n - len(self._written)
             batch = self._source.epoch_tasks(self.simulator, self._reports, wanted, self._rng, self.stats.rates())
@@ -176,24 +183,18 @@ class AlphaCurriculum:
                     f"{len(batch.proposals)} outputs (rejected: {', '.join(reasons) or 'none'})"
                 )
         tasks, self._written = self._written[:n], self._written[n:]
-        self._handed_out.update((task.task_id, task) for task in tasks)
-        self._unreported += n
         return tasks
 
-    def report(self, task_ids: Sequence[str], rewards: Sequence[float]) -> dict[str, Any]:
-        """Record the agent's reward of each attempt (``task_ids[i]`` was attempted with ``rewards[i]`` in [0, 1]);
-        returns the batch's metrics, with ``simulator`` (the RWR update's statistics) when an update ran."""
-        task_ids, rewards = list(task_ids), [float(r) for r in rewards]
-        if len(task_ids) != len(rewards):
-            raise ValueError(f"{len(task_ids)} task ids but {len(rewards)} rewards")
-        if not task_ids:
-            raise ValueError("report() needs at least one attempt")
-        if unknown := sorted(set(task_ids) - self._handed_out.keys()):
-            raise ValueError(f"unknown task ids (not handed out by next_tasks): {', '.join(unknown[:5])}")
-        if bad := [r for r in rewards if not (math.isfinite(r) and 0.0 <= r <= 1.0)]:
-            raise ValueError(f"rewards must lie in [0, 1] (p_hat is their mean), got {bad[:5]}")
-
-        attempts = ((self._handed_out[task_id], reward) for task_id, reward in zip(task_ids, rewards, strict=True))
+    def report(
+        self, task_ids: Sequence[str], rewards: Sequence[float], handout_ids: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """Record the agent's reward of each attempt (``task_ids[i]``, a task id ``next_tasks`` handed out, was
+        attempted with ``rewards[i]`` in [0, 1]; ``handout_ids[i]``, a dataset row's ``handout_id``, names its
+        hand-out exactly, otherwise it is the task's oldest open one). All attempts at a hand-out come in one call; a
+        hand-out already reported or retired is refused (``ValueError`` naming the task) and so are wrong types (an
+        error naming the argument), changing nothing. Returns the batch's metrics, with ``outstanding`` (hand-outs
+        neither reported nor retired) and ``simulator`` (the RWR update's statistics) when an update ran."""
+        attempts = self.handouts.report(task_ids, rewards, handout_ids)
         success = BatchSuccess.of(attempts, self.adapter.family)
         for family, family_rewards in success.per_family.items():
             self.stats.update(family, family_rewards)
@@ -215,7 +216,6 @@ class AlphaCurriculum:
                 if r.kept
             ]
         self._reports += 1
-        self._unreported = 0
         r_env = success.r_env(config.alpha, config.beta)
         metrics: dict[str, Any] = {
             "p_hat": success.p_hat,
@@ -223,10 +223,17 @@ class AlphaCurriculum:
             "p_hat_per_task": dict(success.per_task),
             "r_env": float(np.mean(list(r_env.values()))),
             "in_band": sum(self.band(p) for p in success.per_task.values()),
+            "outstanding": self.handouts.outstanding,
         }
         if self.rwr_trainer is not None and self._reports % config.update_every == 0:
             metrics["simulator"] = self.update_simulator()
         return metrics
+
+    def retire(self, task_ids: Sequence[str]) -> int:
+        """Release the hand-outs of ``task_ids`` that will never be reported (rows a trainer read ahead and did not
+        train on; ``handouts.outstanding_ids`` lists them all); returns how many. Their simulator outputs stay
+        unrewarded until a later hand-out of the same task is reported."""
+        return self.handouts.retire(task_ids)
 
     def update_simulator(self) -> dict[str, Any]:
         """The simulator's RWR update on the in-band outputs reported since the last one; returns its statistics."""
@@ -242,8 +249,9 @@ class AlphaCurriculum:
     # -- resuming --------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         """Write everything a later :meth:`load` needs to continue exactly here: the success statistics, the tasks
-        written and not yet handed out or reported, the outputs not yet rewarded, the RWR examples not yet trained on,
-        the sampling state and the RWR trainer (adapter and optimizer, under ``rwr/``). ``rewarded`` is not kept.
+        written and not yet handed out, the hand-outs (the open ones with their tasks), the outputs not yet rewarded,
+        the RWR examples not yet trained on, the sampling state and the RWR trainer (adapter and optimizer, under
+        ``rwr/``). ``rewarded`` is not kept.
         The state file is written last and removed first: a folder that holds it is complete, also after a kill while
         saving over an earlier save."""
         directory = Path(directory)
@@ -256,11 +264,10 @@ class AlphaCurriculum:
             "stats": self.stats.to_dict(),
             "rng": self._rng.bit_generator.state,
             "written": [task.to_dict() for task in self._written],
-            "handed_out": [task.to_dict() for task in self._handed_out.values()],
+            "handouts": self.handouts.to_dict(),
             "unrewarded": {task_id: [p.to_dict() for p in ps] for task_id, ps in self._unrewarded.items()},
             "rwr_examples": self._rwr_examples,
             "reports": self._reports,
-            "unreported": self._unreported,
         }
         tmp = directory / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
@@ -276,43 +283,51 @@ class AlphaCurriculum:
                 "its save was cut short or it is not one"
             )
         state = json.loads((directory / _STATE_FILE).read_text(encoding="utf-8"))
-        if state.get("format") != _STATE_FORMAT:
+        if state.get("format") == 1:  # before hand-outs were kept: every one had been reported, or it is refused
+            state["handouts"] = _format_1_handouts(state, directory)
+        elif state.get("format") != _STATE_FORMAT:
             raise ValueError(f"unknown curriculum state format {state.get('format')!r} in {directory}")
         if self.rwr_trainer is not None:
             self.rwr_trainer.load(directory / "rwr")
         self.stats = FamilyStats.from_dict(state["stats"])
         self._rng.bit_generator.state = state["rng"]
         self._written = [Task.from_dict(task) for task in state["written"]]
-        self._handed_out = {task["task_id"]: Task.from_dict(task) for task in state["handed_out"]}
+        self.handouts = Handouts.from_dict(state["handouts"])
         self._unrewarded = {task_id: [Proposal.from_dict(p) for p in ps] for task_id, ps in state["unrewarded"].items()}
         self._rwr_examples = state["rwr_examples"]
-        self._reports, self._unreported = state["reports"], state["unreported"]
+        self._reports = state["reports"]
 
     # -- TRL -------------------------------------------------------------------------------------
     def dataset(self) -> IterableDataset:
         """This curriculum as an endless ``datasets.IterableDataset`` of task rows (:func:`~genenv.envs.rows.task_row`:
-        ``prompt``, ``task_id``, ``task``); each row is written when the trainer reads it, so a trainer that reads
-        ahead (TRL's shuffle buffer: pass ``GRPOConfig(shuffle_dataset=False)``) trains on tasks written for the
-        agent's success as it was when they were read."""
+        ``prompt``, ``task_id``, ``task``, and ``handout_id``, by which :meth:`reporting` reports); each row is
+        written and handed out when the trainer reads it, so a trainer that reads ahead (TRL's shuffle buffer: pass
+        ``GRPOConfig(shuffle_dataset=False)``) trains on tasks written for the agent's success as it was when they were
+        read, and the rows it read but did not train on stay outstanding until retired (:meth:`retire`)."""
         from datasets import IterableDataset
 
         return IterableDataset.from_generator(self._rows)
 
     def _rows(self) -> Iterator[dict[str, Any]]:
         while True:
-            (task,) = self.next_tasks(1)
-            if self._unreported == READ_AHEAD_WARNING:
+            (task,) = self._write(1)
+            (handout_id,) = self.handouts.hand_out([task])
+            if self.handouts.outstanding == READ_AHEAD_WARNING:
                 logger.warning(
-                    "the trainer has read %d tasks without reporting rewards: it reads ahead (with TRL, pass "
+                    "the trainer holds %d tasks it has not reported rewards for: it reads ahead (with TRL, pass "
                     "GRPOConfig(shuffle_dataset=False)), so its tasks are written for the agent's past success",
                     READ_AHEAD_WARNING,
                 )
-            yield task_row(self.adapter, task)
+            yield {**task_row(self.adapter, task), "handout_id": handout_id}
 
     def reporting(self, reward_func: Callable[..., list[float | None]]) -> Callable[..., list[float | None]]:
-        """``reward_func`` (a TRL reward function) that also reports its rewards, by the batch's ``task_id`` column,
-        and logs the batch's ``p_hat``, ``R_env``, tasks in the band and the simulator update's examples and steps as
-        TRL metrics (``curriculum/...``). Attempts it scores ``None`` are not reported."""
+        """``reward_func`` (a TRL reward function) that also reports its rewards, by the batch's ``task_id`` and
+        ``handout_id`` columns (a batch without ``handout_id`` is reported by task id), and logs the batch's ``p_hat``,
+        ``R_env``, tasks in the band, the hand-outs outstanding and the simulator update's examples and steps as TRL
+        metrics (``curriculum/...``). Attempts it scores ``None`` are not reported (their hand-outs stay outstanding);
+        a return value of another length than the batch is refused."""
+        if not callable(reward_func):
+            raise TypeError(f"reward_func must be a callable (a TRL reward function), got {type(reward_func).__name__}")
         if inspect.iscoroutinefunction(reward_func):
             raise TypeError("reporting() wraps synchronous reward functions only")
 
@@ -321,11 +336,11 @@ class AlphaCurriculum:
             if task_id is None:
                 raise ValueError("the batch has no 'task_id' column: train on AlphaCurriculum.dataset()")
             rewards = reward_func(*args, task_id=task_id, **kwargs)
-            scored = [(t, r) for t, r in zip(task_id, rewards, strict=True) if r is not None]
-            if scored:
-                metrics = self.report([t for t, _ in scored], [r for _, r in scored])
+            ids, scored = scored_attempts(task_id, rewards)
+            if ids:
+                metrics = self.report(ids, scored, scored_handout_ids(kwargs.get("handout_id"), rewards))
                 if log_metric := kwargs.get("log_metric"):
-                    for name in ("p_hat", "r_env", "in_band"):
+                    for name in ("p_hat", "r_env", "in_band", "outstanding"):
                         log_metric(f"curriculum/{name}", float(metrics[name]))
                     for name, value in metrics.get("simulator", {}).items():
                         if name in ("examples", "steps"):
@@ -333,6 +348,18 @@ class AlphaCurriculum:
             return rewards
 
         return reported
+
+
+def _format_1_handouts(state: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The hand-outs of a format-1 state (one saved after a report, when none was outstanding)."""
+    if state["unreported"]:
+        raise ValueError(
+            f"{directory} is a format-1 curriculum state saved with {state['unreported']} tasks handed out and not "
+            "reported; that format cannot say which, so it resumes only from a save made right after a report"
+        )
+    ids = [task["task_id"] for task in state["handed_out"]]
+    counts = {"handed_out": len(ids), "reported": len(ids), "retired": 0}
+    return {"counts": counts, "open": [], "closed": dict.fromkeys(ids, "reported"), "reward_range": [0.0, 1.0]}
 
 
 def _distinct(proposals: list[Proposal]) -> list[Task]:

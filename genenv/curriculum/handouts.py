@@ -76,7 +76,7 @@ class Handouts:
         tasks = list(tasks)
         for index, task in enumerate(tasks):
             if not isinstance(task, Task):
-                raise TypeError(f"tasks[{index}] is a {type(task).__name__}, not a Task")
+                raise TypeError(f"tasks[{index}] is of type {type(task).__name__}, not a Task")
         serials = list(range(self.handed_out, self.handed_out + len(tasks)))
         self._open.update(zip(serials, tasks, strict=True))
         self.handed_out += len(tasks)
@@ -237,7 +237,7 @@ def _task_ids(value: Any, argument: str) -> list[str]:
         if isinstance(task_id, Task):
             raise TypeError(f"{argument}[{index}] is a Task, not its id: pass task.task_id ({task_id.task_id!r})")
         if not isinstance(task_id, str):
-            raise TypeError(f"{argument}[{index}] is a {type(task_id).__name__}, not a task id (a str)")
+            raise TypeError(f"{argument}[{index}] is of type {type(task_id).__name__}, not a task id (a str)")
     return ids
 
 
@@ -247,7 +247,7 @@ def _rewards(value: Any, argument: str) -> list[float]:
         if reward is None:
             raise TypeError(f"{argument}[{index}] is None, not a number: leave unscored attempts out of the report")
         if not isinstance(reward, numbers.Real):
-            raise TypeError(f"{argument}[{index}] is a {type(reward).__name__}, not a number")
+            raise TypeError(f"{argument}[{index}] is of type {type(reward).__name__}, not a number")
     return [float(reward) for reward in values]
 
 
@@ -255,5 +255,5 @@ def _serials(value: Any, argument: str) -> list[int]:
     serials = list(_sequence(value, argument))
     for index, serial in enumerate(serials):
         if isinstance(serial, bool) or not isinstance(serial, numbers.Integral):
-            raise TypeError(f"{argument}[{index}] is a {type(serial).__name__}, not a hand-out serial (an int)")
+            raise TypeError(f"{argument}[{index}] is of type {type(serial).__name__}, not a hand-out id (an int)")
     return [int(serial) for serial in serials]
