@@ -84,6 +84,7 @@ HOSTILE_FRAMES = [
     ('"reset"', "VALIDATION_ERROR", "got a string"),
     ("null", "VALIDATION_ERROR", "got null"),
     ("{this is not json", "INVALID_JSON", "Invalid JSON"),
+    ("[" * 100_000 + "]" * 100_000, "INVALID_JSON", "nested too deeply"),
     (b"\x00\x01binary", "INVALID_JSON", "binary frame"),
     ('{"data": {}}', "UNKNOWN_TYPE", "unknown message type None"),
     ('{"type": ["reset"]}', "UNKNOWN_TYPE", "unknown message type ['reset']"),
@@ -112,7 +113,10 @@ def test_hostile_frames_are_answered_then_the_same_socket_plays(server, adapter,
             ws.send(frame)
             error = reply(ws)
             assert error["type"] == "error" and error["data"]["code"] == code, frame
-            assert words in error["data"]["message"], (frame, error["data"]["message"])
+            assert words in error["data"]["message"], (frame[:80], error["data"]["message"])
+        ws.send(json.dumps({"type": "reset", "data": {"task_id": 3, "seed": 1.5}}))  # pydantic's errors, each located
+        errors = reply(ws)["data"]["errors"]
+        assert sorted(tuple(e["loc"]) for e in errors) == [("data", "seed"), ("data", "task_id")]
         ws.send(json.dumps({"type": "reset", "data": {"task_id": "no-such-task"}}))  # valid frame, unknown task
         assert "unknown task_id 'no-such-task'" in reply(ws)["data"]["message"]
         ws.send(json.dumps({"type": "reset", "data": {"task_id": task.task_id, "episode_id": "after"}}))

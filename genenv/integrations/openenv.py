@@ -337,6 +337,8 @@ class SessionGuard:
             payload = json.loads(text)
         except json.JSONDecodeError as error:
             return _error_reply(WSErrorCode.INVALID_JSON, f"Invalid JSON: {error}")
+        except RecursionError:
+            return _error_reply(WSErrorCode.INVALID_JSON, "Invalid JSON: nested too deeply to parse")
         if not isinstance(payload, dict):
             return _error_reply(
                 WSErrorCode.VALIDATION_ERROR,
@@ -359,7 +361,7 @@ class SessionGuard:
             try:
                 data_model.model_validate(message.data)
             except ValidationError as error:
-                return _validation_reply(kind, error, "data.")
+                return _validation_reply(kind, error, inside="data")
         return None
 
 
@@ -367,11 +369,13 @@ def _error_reply(code: WSErrorCode, message: str, **fields: Any) -> str:
     return WSErrorResponse(data={"message": message, "code": code, **fields}).model_dump_json()
 
 
-def _validation_reply(kind: str, error: ValidationError, prefix: str = "") -> str:
-    """The ``VALIDATION_ERROR`` reply to a ``kind`` message ``error`` refused (its fields under ``prefix``)."""
-    message = f"invalid {kind} message: {_summary(error, prefix)}"
+def _validation_reply(kind: str, error: ValidationError, inside: str | None = None) -> str:
+    """The ``VALIDATION_ERROR`` reply to a ``kind`` message ``error`` refused (the fields of its ``inside``)."""
     errors = error.errors(include_url=False, include_context=False, include_input=False)
-    return _error_reply(WSErrorCode.VALIDATION_ERROR, message, errors=errors)
+    if inside is not None:
+        errors = [{**item, "loc": (inside, *item["loc"])} for item in errors]
+    summary = "; ".join(f"{'.'.join(map(str, item['loc'])) or 'message'}: {item['msg']}" for item in errors)
+    return _error_reply(WSErrorCode.VALIDATION_ERROR, f"invalid {kind} message: {summary}", errors=errors)
 
 
 def _json_kind(value: Any) -> str:
@@ -379,11 +383,9 @@ def _json_kind(value: Any) -> str:
     return "null" if value is None else kinds[type(value)]
 
 
-def _summary(error: ValidationError, prefix: str = "") -> str:
+def _summary(error: ValidationError) -> str:
     """Each of ``error``'s problems as ``field: what is wrong``, joined."""
-    return "; ".join(
-        f"{prefix}{'.'.join(map(str, item['loc'])) or 'message'}: {item['msg']}" for item in error.errors()
-    )
+    return "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in error.errors())
 
 
 class GenEnvClient(EnvClient[GenEnvAction, GenEnvObservation, GenEnvState]):
