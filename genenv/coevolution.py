@@ -23,7 +23,10 @@ validates, and writes pools, metrics and checkpoints (``run_dir`` must be on a f
 Ablations (``curriculum``): ``"random"`` never updates the simulator nor tells it the agent's
 success (GenEnv-Random); ``"offline"`` is ``"static"`` with ``offline_multiplier`` (3.3) times the tasks
 (the paper's offline augmentation); ``"static"`` generates one pool of tasks before training and draws every
-epoch's batch from it (GenEnv-Static). Where each curriculum's tasks come from: :mod:`genenv.curriculum.sources`;
+epoch's batch from it (GenEnv-Static). ``"learnability"`` loads no simulator: it draws the benchmark's base tasks in
+proportion to ``p (1 - p)`` of the agent's estimated success (:mod:`genenv.curriculum.learnability`), and is the one
+curriculum a benchmark without generation methods trains with (the others are refused before any work, naming the
+missing methods). Where each curriculum's tasks come from: :mod:`genenv.curriculum.sources`;
 the warm start's data: :mod:`genenv.agents.warm_start`; the run folder and its checkpoints: :mod:`genenv.checkpoints`.
 """
 
@@ -61,8 +64,17 @@ from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, log
 from genenv.config import check_types
 from genenv.console import EPOCHS, epoch_line
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer
+from genenv.curriculum.learnability import LearnabilityConfig, LearnabilitySource, pool_split
 from genenv.curriculum.rwr import warn_rwr_off
-from genenv.curriculum.sources import EpochTasks, TaskSource, WrittenEachEpoch, WrittenOnce
+from genenv.curriculum.sources import (
+    CURRICULA_WITHOUT_GENERATION,
+    WRITTEN_CURRICULA,
+    EpochTasks,
+    TaskSource,
+    WrittenEachEpoch,
+    WrittenOnce,
+    missing_generation_methods,
+)
 from genenv.curriculum.success import BatchSuccess, output_rewards
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
@@ -89,7 +101,8 @@ class GenEnvConfig:
         data_dir: the benchmark's data folder (``None``: ``$GENENV_DATA_DIR/<benchmark>``).
         adapter_options: keyword arguments of the benchmark adapter (e.g. TravelPlanner's ``mode``).
         run_dir: where pools, checkpoints and ``metrics.jsonl`` live.
-        curriculum: ``"genenv"`` (the full method), ``"random"``, ``"static"`` or ``"offline"`` (the ablations).
+        curriculum: ``"genenv"`` (the full method), ``"random"``, ``"static"`` or ``"offline"`` (the ablations), or
+            ``"learnability"`` (no simulator: the base split's tasks drawn by ``p (1 - p)`` of the agent's success).
         epochs: co-evolution epochs.
         tasks_per_epoch: valid generated tasks the agent trains on per epoch.
         generation_rounds: simulator batches tried per epoch to collect ``tasks_per_epoch`` valid tasks.
@@ -146,6 +159,8 @@ class GenEnvConfig:
         warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
             into later epochs (``warm_start.mix_per_epoch``).
         rwr: RWR settings of the simulator update.
+        learnability: settings of ``curriculum="learnability"``
+            (:class:`~genenv.curriculum.learnability.LearnabilityConfig`; a mapping of them is converted).
         seed: seeds task sampling, generation and both trainers.
         report_to: mirror each epoch's metrics to ``"tensorboard"`` and/or ``"wandb"`` (``metrics.jsonl`` is
             always written).
@@ -155,7 +170,7 @@ class GenEnvConfig:
     data_dir: str | None = None
     adapter_options: dict[str, Any] = field(default_factory=dict)
     run_dir: str = "runs/train"
-    curriculum: Literal["genenv", "random", "static", "offline"] = "genenv"
+    curriculum: Literal["genenv", "random", "static", "offline", "learnability"] = "genenv"
     epochs: int = 2
     tasks_per_epoch: int = 2
     generation_rounds: int = 2
@@ -187,10 +202,12 @@ class GenEnvConfig:
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
+    learnability: LearnabilityConfig = field(default_factory=LearnabilityConfig)
     seed: int = 0
     report_to: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.learnability = LearnabilityConfig.of(self.learnability)
         check_types(self, "coevolution")
         for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
                      "simulator_max_new_tokens", "validation_every", "validation_samples", "stats_window"):  # fmt: skip
@@ -277,6 +294,13 @@ class CoEvolutionTrainer:
                 raise ValueError(
                     f"coevolution.{key}={split!r}: {config.benchmark} has the splits {', '.join(self.adapter.splits)}"
                 )
+        without_simulator = config.curriculum in CURRICULA_WITHOUT_GENERATION
+        if config.curriculum in WRITTEN_CURRICULA and (missing := missing_generation_methods(self.adapter)):
+            raise ValueError(
+                f"curriculum={config.curriculum} trains on simulator-written tasks, but the {config.benchmark} adapter "
+                f"({type(self.adapter).__name__}) does not implement {', '.join(missing)}; without them it trains "
+                f"with curriculum={' or curriculum='.join(CURRICULA_WITHOUT_GENERATION)} (its base split's tasks)"
+            )
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         self.stats = FamilyStats(window=config.stats_window)
@@ -296,18 +320,18 @@ class CoEvolutionTrainer:
         self.validation_tasks: list[Task] = []
         self._validation_engine: Engine | None = None
         if self.is_main:
-            if config.simulator_engine != "openai":  # an endpoint simulator has no local weights
+            if config.simulator_engine != "openai" and not without_simulator:  # an endpoint has no local weights
                 self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
             if config.curriculum == "genenv" and self.simulator_policy is None:
                 server = config.simulator_openai
                 warn_rwr_off(f"the endpoint {server.base_url} (model {server.model})")
             elif config.curriculum == "genenv":
                 self.simulator_trainer = RWRTrainer(self.simulator_policy, config.rwr)
-            self.simulator = config.simulator(self.simulator_policy)
+            self.simulator = None if without_simulator else config.simulator(self.simulator_policy)
             self.traces = TracePool(self.run_dir / POOLS)
             self.tasks = TaskPool(self.run_dir / POOLS)
-            self.task_source = self._task_source()
             self.validation_tasks = self._validation_tasks()
+            self.task_source = self._task_source()
             self.reporter = MetricsReporter(config.report_to, self.run_dir, config.to_dict())
         self.checkpoints = Checkpoints(self.run_dir, self.processes)
         self.start_epoch = 0
@@ -329,6 +353,10 @@ class CoEvolutionTrainer:
     def _task_source(self) -> TaskSource:
         """Where this curriculum's fresh tasks come from (:mod:`genenv.curriculum.sources`)."""
         config = self.config
+        if config.curriculum == "learnability":  # the base split's tasks (never the held-out ones), no simulator
+            split = pool_split(self.adapter, config.base_split)
+            tasks = base_tasks(self.adapter, split, None, self.validation_tasks, config.validation_split)
+            return LearnabilitySource(tasks, config.learnability)
         if config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
             return WrittenOnce(
                 self.adapter,
@@ -410,6 +438,7 @@ class CoEvolutionTrainer:
             self._checkpoint(epoch, {})  # the agent's weights are saved by every process
             return self._from_main(None)
         filtered = self._add_proposals(written.proposals, epoch, success)
+        learnt = self.task_source.report([e.task.task_id for e in episodes], [e.reward for e in episodes])
 
         # 4. the simulator is updated by reward-weighted regression on its outputs inside the band
         with _timed(stages, "simulator"):
@@ -443,6 +472,7 @@ class CoEvolutionTrainer:
             "agent": agent_metrics,
             "expert_mix": expert_mix,
             "simulator": simulator_metrics,
+            "task_source": learnt,
             "validation": validation,
             "pool_traces": len(self.traces) + len(self.traces.uncommitted()),
             "pool_tasks": len(self.tasks) + len(self.tasks.uncommitted()),
@@ -671,6 +701,7 @@ class CoEvolutionTrainer:
             "rng": self.rng.bit_generator.state,
             "config": self.config.to_dict(),
             "metrics": metrics,
+            "task_source": self.task_source.state_dict() if self.is_main else {},
         }
         self.checkpoints.save_epoch(epoch, state, self.agent_trainer, self.simulator_trainer)
 
@@ -688,6 +719,7 @@ class CoEvolutionTrainer:
             return epoch + 1
         self.stats = FamilyStats.from_dict(state["stats"])
         self.rng.bit_generator.state = state["rng"]
+        self.task_source.load_state_dict(state.get("task_source", {}))  # checkpoints before sources had state: {}
         for pool in (self.traces, self.tasks):
             pending = pool.uncommitted()
             if pending and all(r["epoch"] <= epoch for r in pending):

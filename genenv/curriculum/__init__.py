@@ -1,7 +1,9 @@
-"""Curriculum: the alpha reward, the difficulty band filter, per-family success statistics, RWR, and
-:class:`AlphaCurriculum`, the curriculum as a task source any training loop can drive."""
+"""Curriculum: the alpha reward, the difficulty band filter, per-family success statistics, RWR,
+:class:`AlphaCurriculum`, the curriculum as a task source any training loop can drive, and
+:class:`LearnabilityCurriculum`, the benchmark's own tasks drawn by ``p (1 - p)`` of the agent's success."""
 
 from genenv.curriculum.alpha import AlphaCurriculum, AlphaCurriculumConfig
+from genenv.curriculum.learnability import LearnabilityConfig, LearnabilityCurriculum
 from genenv.curriculum.reward import DifficultyFilter, alpha_reward, rwr_weight
 from genenv.curriculum.rwr import RWRConfig, RWRStats, RWRTrainer
 from genenv.curriculum.stats import FamilyStats
@@ -11,6 +13,8 @@ __all__ = [
     "AlphaCurriculumConfig",
     "DifficultyFilter",
     "FamilyStats",
+    "LearnabilityConfig",
+    "LearnabilityCurriculum",
     "RWRConfig",
     "RWRStats",
     "RWRTrainer",

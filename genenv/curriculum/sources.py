@@ -5,20 +5,27 @@
 * ``random``: the same, never told the agent's success (nor updated: GenEnv-Random);
 * ``static``: the frozen simulator writes one pool before training, and every epoch draws its tasks from it
   (:class:`WrittenOnce`, GenEnv-Static);
-* ``offline``: ``static`` with ``offline_multiplier`` times the tasks (the paper's offline augmentation).
+* ``offline``: ``static`` with ``offline_multiplier`` times the tasks (the paper's offline augmentation);
+* ``learnability``: no simulator; the benchmark's base tasks, drawn in proportion to ``p (1 - p)`` of the agent's
+  estimated success (:class:`~genenv.curriculum.learnability.LearnabilitySource`).
 
 Each simulator output is parsed and validated by the adapter (rejects are kept with a reason); the simulator gets
-``generation_rounds`` batches for each batch the wanted tasks need.
+``generation_rounds`` batches for each batch the wanted tasks need. The curricula of :data:`WRITTEN_CURRICULA` need
+the adapter's generation methods (:data:`GENERATION_METHODS`); :func:`missing_generation_methods` says which an
+adapter lacks.
+
+A source also hears, through ``report``, every attempt the agent played in the epoch, and gives the state it keeps
+across epochs to the checkpoint (``state_dict`` / ``load_state_dict``): the trainer drives every curriculum alike.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,13 +35,36 @@ from genenv.console import progress
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.pools import JsonlPool, TaskPool
 
-__all__ = ["POOL_STREAM", "SCORED_TASKS", "EpochTasks", "TaskSource", "WrittenEachEpoch", "WrittenOnce"]
+__all__ = [
+    "CURRICULA_WITHOUT_GENERATION",
+    "GENERATION_METHODS",
+    "POOL_STREAM",
+    "SCORED_TASKS",
+    "WRITTEN_CURRICULA",
+    "EpochTasks",
+    "TaskSource",
+    "WrittenEachEpoch",
+    "WrittenOnce",
+    "missing_generation_methods",
+]
 
 logger = logging.getLogger(__name__)
 
 POOL_STREAM = 1  # batch i of a static/offline pool draws from np.random.default_rng([seed, POOL_STREAM, i])
 #: played tasks of the requested family a ``simulator.examples=scored`` prompt lists with their success
 SCORED_TASKS = 6
+#: the curricula whose tasks a simulator writes (they need the adapter's generation methods)
+WRITTEN_CURRICULA = ("genenv", "random", "static", "offline")
+#: the curricula that train on the benchmark's own tasks: no simulator, no generation methods
+CURRICULA_WITHOUT_GENERATION = ("learnability",)
+#: the adapter methods a simulator-written task needs (``BenchmarkAdapter``'s own raise ``NotImplementedError``)
+GENERATION_METHODS = ("families", "generation_context", "generation_examples", "parse_task", "validate_task")
+
+
+def missing_generation_methods(adapter: BenchmarkAdapter) -> list[str]:
+    """The :data:`GENERATION_METHODS` ``adapter``'s class leaves to :class:`BenchmarkAdapter` (none: it supports
+    simulator-written tasks)."""
+    return [name for name in GENERATION_METHODS if getattr(type(adapter), name) is getattr(BenchmarkAdapter, name)]
 
 
 @dataclass
@@ -48,26 +78,64 @@ class EpochTasks:
 
 
 class TaskSource(Protocol):
-    """A curriculum's fresh tasks, epoch by epoch."""
+    """A curriculum's fresh tasks, epoch by epoch, and what it learns from the agent's attempts."""
 
     def epoch_tasks(
-        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+        self,
+        simulator: Simulator | None,
+        epoch: int,
+        wanted: int,
+        rng: np.random.Generator,
+        success: Mapping[str, float],
     ) -> EpochTasks:
         """Up to ``wanted`` tasks for ``epoch`` (``success``: the agent's recent success per family, for a
-        simulator conditioned on it)."""
+        simulator conditioned on it; ``simulator``: ``None`` for a curriculum without one)."""
 
     def more_tasks(
-        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+        self,
+        simulator: Simulator | None,
+        epoch: int,
+        wanted: int,
+        rng: np.random.Generator,
+        success: Mapping[str, float],
     ) -> EpochTasks:
         """Up to ``wanted`` further tasks for ``epoch``, sourced as its first ones were (the agent update's dynamic
         sampling refills its batches with them); none of them is one the epoch already has."""
+
+    def report(self, task_ids: Sequence[str], rewards: Sequence[float]) -> dict[str, float]:
+        """Every attempt the agent played in the epoch (``task_ids[i]`` scored ``rewards[i]``; the attempts at a task
+        are its group); returns what the source learnt, for the epoch's metrics."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state the source keeps across epochs, JSON-ready, for the epoch's checkpoint."""
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a checkpoint's :meth:`state_dict`."""
 
 
 def _valid(proposals: list[Proposal]) -> dict[str, Task]:
     return {p.task.task_id: p.task for p in proposals if p.task is not None}
 
 
-class WrittenEachEpoch:
+class _Written:
+    """What the simulator-written sources share: a report teaches them nothing (the trainer's family statistics and
+    D_env hold what the simulator is shown and trained on), and they keep no state across epochs but D_env."""
+
+    def report(self, task_ids: Sequence[str], rewards: Sequence[float]) -> dict[str, float]:
+        """Nothing to learn from the attempts here: no metrics."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """No state beyond D_env."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Refuses a non-empty state (a checkpoint of another curriculum's source)."""
+        if state:
+            raise ValueError(f"a simulator-written source keeps no state, got one with {sorted(state)}")
+
+
+class WrittenEachEpoch(_Written):
     """``genenv`` and ``random``: every epoch the simulator writes tasks until enough distinct ones are valid or its
     rounds run out. ``conditioned`` (``genenv``): its prompt shows the agent's success per family, and with
     ``examples`` ``"in_band"`` its own latest in-band outputs, with ``"scored"`` the agent's success on its latest
@@ -120,7 +188,7 @@ class WrittenEachEpoch:
         return self.epoch_tasks(simulator, epoch, wanted, rng, success)
 
 
-class WrittenOnce:
+class WrittenOnce(_Written):
     """``static`` and ``offline``: the frozen simulator writes a pool of ``size`` tasks before training (epoch 0); every
     epoch draws its tasks from it.
 
