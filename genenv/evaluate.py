@@ -2,6 +2,9 @@
 
     python -m genenv.evaluate +bench=apibank [split=level-1] [stride=K] [limit=N] [model=tiny] [engine=hf]
 
+``stride=K`` plays every K-th task of the split; ``limit=N`` then N of those, taken from the families in turn
+(``limit_spread=false``: the first N; :func:`select_tasks` states the rule).
+
 ``engine`` (``auto``, ``hf``, ``ctranslate2``, ``openai``; :func:`genenv.llm.engines.resolve_engine`) generates the
 agent's turns, ``engine_compute_type`` (``int8``/``float32``) is CTranslate2's. With ``engine=openai`` an
 OpenAI-compatible server (the ``openai`` settings) plays the agent through its ``/completions`` endpoint, the prompts
@@ -29,8 +32,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from genenv.agents.agent import Agent, Episode
-from genenv.benchmarks.base import BenchmarkAdapter, Score, Task, get_benchmark
-from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
+from genenv.benchmarks.base import BenchmarkAdapter, Score, Task
+from genenv.config import CONFIG_DIR, episode_turns, official_adapter, require_bench
 from genenv.console import progress as progress_bar
 from genenv.envs.tool_env import ToolEnv
 from genenv.llm.engines import OpenAIConfig, build_engine, resolve_engine
@@ -68,6 +71,31 @@ def evaluate(
     episodes = [played[i] for i in range(len(tasks))]
     scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
     return summarise(adapter, tasks, scores), episodes
+
+
+def select_tasks(
+    adapter: BenchmarkAdapter, tasks: list[Task], stride: int = 1, limit: int | None = None, spread: bool = True
+) -> list[Task]:
+    """The tasks an evaluation plays, in split order: every ``stride``-th task of ``tasks``, then, with ``limit``,
+    ``limit`` of those. ``spread``: taken from the families in turn (each family's first task, in the order the
+    families first appear in the split, then each one's second, ...; a family with no task left is passed over), so
+    every family gets ``limit // F`` tasks or one more while it has them; otherwise the first ``limit``. Nothing is
+    random: the same split and settings give the same tasks."""
+    for name, value in (("stride", stride), ("limit", limit)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    chosen = tasks[::stride]
+    if limit is None or limit >= len(chosen):
+        return chosen
+    if not spread:
+        return chosen[:limit]
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for index, task in enumerate(chosen):
+        by_family[adapter.family(task)].append(index)
+    picked: list[int] = []
+    for round_ in range(max(len(indices) for indices in by_family.values())):
+        picked += [indices[round_] for indices in by_family.values() if round_ < len(indices)][: limit - len(picked)]
+    return [chosen[index] for index in sorted(picked)]
 
 
 def length_order(adapter: BenchmarkAdapter, tasks: list[Task]) -> list[int]:
@@ -187,11 +215,9 @@ def run(cfg: DictConfig) -> Path:
     from genenv.llm.models import load_policy
 
     # reported numbers are scored officially, even where the bench config reads text leniently for training
-    adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg)).reporting_adapter()
+    adapter = official_adapter(cfg)
     split = cfg.split or cfg.category or bench.split
-    tasks = adapter.load_tasks(split)[:: int(cfg.stride)]
-    if cfg.limit:
-        tasks = tasks[: int(cfg.limit)]
+    tasks = select_tasks(adapter, adapter.load_tasks(split), cfg.stride, cfg.limit, cfg.limit_spread)
     policy = load_policy(cfg.model.name)
     engine, _ = resolve_engine(cfg.engine, device=policy.model.device, purpose="generate")
     agent = Agent(

@@ -1,17 +1,15 @@
-"""``engine=openai`` against real servers on localhost: llama-cpp-python's OpenAI-compatible server on the embedded
-SmolLM2 GGUF (the simulator writes schema-valid tasks through it, the agent plays evaluation episodes through it),
-and a small stdlib HTTP server that misbehaves on purpose (429, 500, malformed JSON, timeouts, a refused
-connection), under which the errors are clear and the pools already written stay intact."""
+"""``engine=openai`` against real servers on localhost (``local_server.py``): ``transformers serve`` on the tiny
+model, which the default set-up installs (no constrained output: the probe finds neither form, one log line); where the
+opt-in ``llama-server`` extra is installed, llama-cpp-python's server on the embedded SmolLM2 GGUF (schema-constrained
+output: the simulator writes schema-valid tasks through it); and a small stdlib HTTP server that misbehaves on purpose
+(429, 500, malformed JSON, timeouts, a refused connection, a 500 on ``json_schema``), under which the errors are clear,
+nothing is retried in a storm and the pools already written stay intact."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 from toy_benchmark import ToyAdapter
@@ -34,13 +31,13 @@ from genenv.llm.engines.openai import EndpointError, OpenAIConfig, OpenAIEngine
 from genenv.llm.generation import SamplingConfig
 from genenv.pools import JsonlPool, TaskPool
 
-SERVER_PACKAGES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 TASK_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
     "required": ["a", "b"],
     "additionalProperties": False,
 }
+ENGINE_LOGGER = "genenv.llm.engines.openai"
 
 
 class SchemaToyAdapter(ToyAdapter):
@@ -56,88 +53,152 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-# -- llama.cpp's server on the SmolLM2 GGUF ---------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory) -> Iterator[str]:
-    """The base URL of ``python -m llama_cpp.server`` on the embedded SmolLM2 GGUF (one server for the module)."""
-    missing = [name for name in SERVER_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        pytest.skip(
-            f"llama-cpp-python's server is not installed ({', '.join(missing)} missing): "
-            'pip install "llama-cpp-python[server]==0.3.36" (scripts/setup.sh; builds llama.cpp from source)'
-        )
-    from genenv.llm.models import embedded_gguf_path
-
-    try:
-        gguf = embedded_gguf_path("smollm2")
-    except ModuleNotFoundError as error:
-        pytest.skip(f"no SmolLM2 GGUF: {error}")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with log.open("wb") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"llama.cpp's server exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama.cpp's server did not answer within 180 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield base_url
-        if server.poll() is not None:
-            pytest.fail(
-                f"llama.cpp's server died with {server.returncode} (after an illegal instruction: rebuild it with "
-                f'CMAKE_ARGS="-DGGML_NATIVE=OFF", scripts/setup.sh):\n{log.read_text()[-3000:]}'
-            )
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+def watched(engine: OpenAIEngine) -> list[dict[str, Any]]:
+    """The bodies of the requests ``engine`` sends from now on, in order (an httpx event hook: what went out)."""
+    sent: list[dict[str, Any]] = []
+    engine._client.event_hooks["request"].append(lambda request: sent.append(json.loads(request.content)))
+    return sent
 
 
-def llama_config(base_url: str, **overrides: Any) -> OpenAIConfig:
-    """llama-cpp-python's server takes a schema as ``{"type": "json_object", "schema": ...}``."""
-    return OpenAIConfig(**{"base_url": base_url, "model": "smollm2", "schema_format": "json_object", **overrides})
+def engine_records(caplog) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if record.name == ENGINE_LOGGER]
 
 
-def test_simulator_writes_schema_valid_tasks_through_llama_cpp(llama_server):
+# -- transformers serve on the tiny model -----------------------------------------------------------------------------
+def test_the_probe_learns_once_that_transformers_serve_enforces_no_schema(transformers_server, caplog):
+    """transformers serve ignores ``response_format`` (it answers, unconstrained): the probe rules out both forms in
+    two requests and says so in one line; schema-constrained calls then go out without a ``response_format``."""
+    engine = OpenAIEngine(OpenAIConfig(base_url=transformers_server.base_url, model=transformers_server.model))
+    sent = watched(engine)
+    conversations = [[{"role": "user", "content": f"Write task {i}."}] for i in range(2)]
+    sampling = SamplingConfig(max_new_tokens=8)
+    with caplog.at_level(logging.INFO, logger=ENGINE_LOGGER):
+        first = engine.chat(conversations, sampling, schemas=[TASK_SCHEMA] * 2)
+        second = engine.chat(conversations, sampling, schemas=[TASK_SCHEMA] * 2)
+    assert len(first) == len(second) == 2 and all(isinstance(text, str) for text in first + second)
+    assert engine.schema_support() == "none"
+    probes, rows = sent[:2], sent[2:]
+    assert [probe["response_format"]["type"] for probe in probes] == ["json_schema", "json_object"]
+    assert len(rows) == 4 and not any("response_format" in row for row in rows)  # no second probe
+    (line,) = engine_records(caplog)
+    message = line.getMessage()
+    assert line.levelno == logging.WARNING and transformers_server.base_url in message
+    assert "no constrained output" in message and "json_schema: not enforced" in message
+    assert "json_object: not enforced" in message
+
+
+def test_the_simulator_through_transformers_serve_keeps_or_rejects_each_task_with_a_reason(transformers_server):
+    server = OpenAIConfig(base_url=transformers_server.base_url, model=transformers_server.model)
     simulator = Simulator(
-        None,
-        batch_size=2,
-        sampling=SamplingConfig(max_new_tokens=48, temperature=0.8, top_p=0.95),
-        engine="openai",
-        openai=llama_config(llama_server),
+        None, batch_size=2, sampling=SamplingConfig(max_new_tokens=16), engine="openai", openai=server
     )
     proposals = simulator.propose(SchemaToyAdapter(), rng=np.random.default_rng(0), success={"small": 0.9})
+    assert len(proposals) == 2
+    assert all((proposal.task is None) == bool(proposal.reject_reason) for proposal in proposals)
+    with pytest.raises(ValueError, match="no local weights"):  # nothing for RWR to update
+        _ = simulator.policy
+
+
+def test_transformers_serve_generates_the_local_models_tokens(transformers_server, tiny_policy):
+    """The server holds the tiny model's weights: token ids sent as text to ``/completions`` come back as the tokens
+    the local ``hf`` engine generates, greedy (up to its end-of-turn token, which the engine appends on a stop)."""
+    from genenv.llm.engines.hf import hf_generator
+
+    tokenizer = tiny_policy.tokenizer
+    server = OpenAIConfig(base_url=transformers_server.base_url, model=transformers_server.model)
+    prompts = [tokenizer(text)["input_ids"] for text in ("hello", "b", "world 1", "<|im_start|>user\nhi<|im_end|>\n")]
+    sampling = SamplingConfig(max_new_tokens=12)
+    remote, _ = OpenAIEngine(server, tokenizer).generator(sampling)(prompts)
+    local = hf_generator(tiny_policy.model, tokenizer, sampling)(prompts)[0]
+    eos = tokenizer.eos_token_id
+    assert remote == [row[: row.index(eos) + 1] if eos in row else row for row in local]
+    assert len({tuple(row) for row in remote}) > 1  # the prompts lead somewhere different
+
+
+def test_evaluate_plays_the_agent_through_transformers_serve(transformers_server):
+    from genenv.llm.models import load_policy
+
+    policy = load_policy("tiny")
+    server = OpenAIConfig(base_url=transformers_server.base_url, model=transformers_server.model)
+    adapter = ToyAdapter()
+    tasks = adapter.load_tasks("test")[:2]
+    sampling = SamplingConfig(max_new_tokens=12)
+    remote = Agent(policy, sampling, engine=build_engine("openai", policy, openai=server))
+    local = Agent(policy, sampling, engine=build_engine("hf", policy))
+    summary, episodes = evaluate(adapter, remote, tasks, batch_size=2, max_turns=2, progress=False)
+    _, expected = evaluate(adapter, local, tasks, batch_size=2, max_turns=2, progress=False)
+    assert "per_family" in summary and len(episodes) == 2 and all(e.trajectory.turns for e in episodes)
+    actions = [[turn.action for turn in episode.trajectory.turns] for episode in episodes]
+    assert actions == [[turn.action for turn in episode.trajectory.turns] for episode in expected]
+
+
+def test_the_evaluate_command_with_engine_openai(transformers_server, tmp_path):
+    """``limit=2`` of reasoning-gym's test split: two tasks of two families (the limit spreads over families)."""
+    from hydra import compose, initialize_config_dir
+
+    from genenv.config import CONFIG_DIR
+    from genenv.evaluate import run
+
+    server = [f"openai.base_url={transformers_server.base_url}", f"openai.model={transformers_server.model}"]
+    overrides = ["+bench=reasoning_gym", "model=tiny", "engine=openai", *server, "limit=2", "max_turns=1",
+                 "max_new_tokens=12", f"output_dir={tmp_path}"]  # fmt: skip
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("evaluate", overrides=overrides)
+    results = json.loads((run(cfg) / "results.json").read_text())
+    assert results["engine"] == "openai" and results["n_tasks"] == 2
+    assert len({episode["family"] for episode in results["episodes"]}) == 2
+    assert all(len(episode["actions"]) == 1 for episode in results["episodes"])  # one turn each, played by the server
+
+
+@pytest.mark.parametrize("server_name", ["transformers_server", "llama_server"])
+def test_a_genenv_epoch_with_the_simulator_on_an_endpoint(server_name, request, tmp_path, caplog):
+    """One co-evolution epoch whose simulator is the server: RWR is off, both proposals are recorded in D_env; under
+    llama.cpp's constraint at least one is a fresh task."""
+    pytest.importorskip("reasoning_gym")
+    from test_train import tiny_config
+
+    from genenv.coevolution import CoEvolutionTrainer
+
+    server = request.getfixturevalue(server_name)
+    config = tiny_config(
+        tmp_path, benchmark="reasoning_gym", data_dir=None, epochs=1, validation_split="validation", replay_tasks=0,
+        simulator_max_new_tokens=48, simulator_engine="openai",
+        simulator_openai=OpenAIConfig(base_url=server.base_url, model=server.model),
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.rwr"):
+        (metrics,) = CoEvolutionTrainer(config).train()
+    assert any("RWR is off" in record.getMessage() for record in caplog.records)
+    assert metrics["proposals"] == 2 and metrics["simulator"] == {}
+    assert metrics["fresh_tasks"] + metrics["rejects"] == 2
+    if server_name == "llama_server":
+        assert metrics["fresh_tasks"] >= 1
+    assert len(TaskPool(tmp_path / "pools")) == 2  # D_env committed with the epoch
+
+
+# -- llama.cpp's server on the SmolLM2 GGUF (the opt-in llama-server extra) -----------------------------------------
+def test_the_simulator_writes_schema_valid_tasks_through_llama_cpp(llama_server, caplog):
+    """llama-cpp-python's server enforces a schema: the probe finds a form it enforces (one line), and the
+    simulator's answers are inside the schema."""
+    server = OpenAIConfig(base_url=llama_server.base_url, model=llama_server.model)
+    sampling = SamplingConfig(max_new_tokens=48, temperature=0.8, top_p=0.95)
+    simulator = Simulator(None, batch_size=2, sampling=sampling, engine="openai", openai=server)
+    with caplog.at_level(logging.INFO, logger=ENGINE_LOGGER):
+        proposals = simulator.propose(SchemaToyAdapter(), rng=np.random.default_rng(0), success={"small": 0.9})
+    (line,) = engine_records(caplog)
+    assert simulator.engine.schema_support() in line.getMessage() and "constrained output by" in line.getMessage()
+    assert simulator.engine.schema_support() in ("json_schema", "json_object")
     assert len(proposals) == 2
     for proposal in proposals:
         assert proposal.task is not None, proposal.reject_reason
         assert set(json.loads(proposal.raw)) == {"a", "b"}  # the grammar kept the answer inside the schema
-    with pytest.raises(ValueError, match="no local weights"):  # nothing for RWR to update
-        _ = simulator.policy
 
 
 def test_evaluate_plays_the_agent_through_llama_cpp(llama_server):
     from genenv.llm.models import load_policy
 
     policy = load_policy("smollm2")  # the served model's tokenizer and chat template render the prompts
-    engine = build_engine("openai", policy, openai=llama_config(llama_server, extra_body={"top_k": 0}))
-    agent = Agent(policy, SamplingConfig(max_new_tokens=48), engine=engine)
+    server = OpenAIConfig(base_url=llama_server.base_url, model=llama_server.model, extra_body={"top_k": 0})
+    agent = Agent(policy, SamplingConfig(max_new_tokens=48), engine=build_engine("openai", policy, openai=server))
     adapter = ToyAdapter()
     tasks = adapter.load_tasks("test")[:2]
     summary, episodes = evaluate(adapter, agent, tasks, batch_size=2, max_turns=2, progress=False)
@@ -147,40 +208,6 @@ def test_evaluate_plays_the_agent_through_llama_cpp(llama_server):
     # greedy decoding through the server is deterministic: the same prompt gives the same actions
     again = agent.rollout([ToolEnv(adapter, tasks=tasks, max_turns=2)], [tasks[0]])
     assert [t.action for t in again[0].trajectory.turns] == [t.action for t in episodes[0].trajectory.turns]
-
-
-def test_the_evaluate_command_with_engine_openai(llama_server, tmp_path):
-    from hydra import compose, initialize_config_dir
-
-    from genenv.config import CONFIG_DIR
-    from genenv.evaluate import run
-
-    server = [f"openai.base_url={llama_server}", "openai.model=smollm2"]
-    overrides = ["+bench=reasoning_gym", "model=smollm2", "engine=openai", *server, "limit=2", "max_turns=1",
-                 "max_new_tokens=24", f"output_dir={tmp_path}"]  # fmt: skip
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("evaluate", overrides=overrides)
-    results = json.loads((run(cfg) / "results.json").read_text())
-    assert results["engine"] == "openai" and results["n_tasks"] == 2
-    assert all(episode["actions"] and episode["actions"][0] for episode in results["episodes"])
-
-
-def test_a_genenv_epoch_with_the_simulator_on_llama_cpp(llama_server, tmp_path, caplog):
-    pytest.importorskip("reasoning_gym")
-    from test_train import tiny_config
-
-    from genenv.coevolution import CoEvolutionTrainer
-    from genenv.pools import TaskPool
-
-    config = tiny_config(
-        tmp_path, benchmark="reasoning_gym", data_dir=None, epochs=1, validation_split="validation", replay_tasks=0,
-        simulator_max_new_tokens=48, simulator_engine="openai", simulator_openai=llama_config(llama_server),
-    )  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="genenv.curriculum.rwr"):
-        (metrics,) = CoEvolutionTrainer(config).train()
-    assert any("RWR is off" in record.getMessage() for record in caplog.records)
-    assert metrics["proposals"] == 2 and metrics["fresh_tasks"] >= 1 and metrics["simulator"] == {}
-    assert len(TaskPool(tmp_path / "pools")) == 2  # D_env committed with the epoch
 
 
 # -- a server that misbehaves on purpose ---------------------------------------------------------------------------
@@ -265,19 +292,45 @@ def stub_engine(base_url: str, **overrides: Any) -> OpenAIEngine:
 CHAT = ([[{"role": "user", "content": "hi"}]], SamplingConfig(max_new_tokens=8))
 
 
-def test_429_and_500_are_retried_with_backoff(stub):
+def test_transient_statuses_and_one_500_are_retried_with_backoff(stub):
     base_url, script = stub
-    script.replies[:] = [Reply(429, '{"error": "slow down"}'), Reply(503, "busy"), chat_reply("hello")]
-    assert stub_engine(base_url).chat(*CHAT) == ["hello"]
-    assert len(script.requests) == 3 and script.requests[0]["path"] == "/v1/chat/completions"
+    script.replies[:] = [Reply(429, '{"error": "slow down"}'), Reply(503, "busy"), Reply(500, "oops"), chat_reply("hi")]
+    assert stub_engine(base_url, max_retries=3).chat(*CHAT) == ["hi"]
+    assert len(script.requests) == 4 and script.requests[0]["path"] == "/v1/chat/completions"
 
 
-def test_a_server_error_that_persists_names_url_and_status(stub):
+def test_a_500_that_persists_is_tried_twice_and_names_url_and_status(stub):
     base_url, script = stub
     script.replies[:] = [Reply(500, '{"error": "model crashed"}')]
-    with pytest.raises(EndpointError, match=r"POST http://127\.0\.0\.1:\d+/v1/chat/completions: HTTP 500.*3 tries"):
-        stub_engine(base_url).chat(*CHAT)
-    assert len(script.requests) == 3
+    with pytest.raises(EndpointError, match=r"POST http://127\.0\.0\.1:\d+/v1/chat/completions: HTTP 500.*2 tries"):
+        stub_engine(base_url, max_retries=4).chat(*CHAT)
+    assert len(script.requests) == 2  # not 5: a second 500 is the request's
+
+
+def test_a_server_that_fails_on_json_schema_is_probed_once_and_gets_json_object(stub, caplog):
+    """The server of the report: ``json_schema`` gives HTTP 500. The probe costs one request per form, not a retry
+    storm; the rows go out as ``json_object``, and later calls ask nothing again."""
+    base_url, script = stub
+    script.replies[:] = [Reply(500, '{"error": "unsupported response_format"}'), chat_reply('{"answer": "yes"}'),
+                         chat_reply('{"a": 1, "b": 2}')]  # fmt: skip
+    engine = stub_engine(base_url, max_retries=4)
+    with caplog.at_level(logging.INFO, logger=ENGINE_LOGGER):
+        assert engine.chat(*CHAT, schemas=[TASK_SCHEMA]) == ['{"a": 1, "b": 2}']
+        assert engine.chat(*CHAT, schemas=[TASK_SCHEMA]) == ['{"a": 1, "b": 2}']
+    forms = [request["response_format"]["type"] for request in script.requests]
+    assert forms == ["json_schema", "json_object", "json_object", "json_object"]
+    assert script.requests[0]["response_format"]["json_schema"]["schema"]["required"] == ["answer"]  # the probe's
+    assert script.requests[2]["response_format"] == {"type": "json_object", "schema": TASK_SCHEMA}
+    (line,) = engine_records(caplog)
+    assert line.levelno == logging.INFO and engine.schema_support() == "json_object"
+    assert "constrained output by response_format json_object (json_schema: refused (HTTP 500" in line.getMessage()
+
+
+def test_a_probe_that_cannot_reach_the_server_is_an_error_not_a_finding():
+    engine = stub_engine(f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
+    with pytest.raises(EndpointError, match="cannot connect"):
+        engine.schema_support()
+    assert engine._schema_support is None  # asked again on the next call
 
 
 def test_a_client_error_is_not_retried_and_a_refused_key_names_its_variable(stub, monkeypatch):
@@ -323,14 +376,19 @@ def test_requests_in_flight_stay_within_the_concurrency_limit(stub):
     assert sorted(request["seed"] for request in script.requests) == [5, 6, 7, 8, 9, 10]  # one seed per row
 
 
-def test_schemas_go_out_as_response_format(stub):
+def test_a_configured_schema_format_is_used_without_a_probe(stub):
     base_url, script = stub
     script.replies[:] = [chat_reply('{"a": 1, "b": 2}')]
-    stub_engine(base_url).chat(*CHAT, schemas=[TASK_SCHEMA])
+    stub_engine(base_url, schema_format="json_schema").chat(*CHAT, schemas=[TASK_SCHEMA])
     stub_engine(base_url, schema_format="json_object").chat(*CHAT, schemas=[TASK_SCHEMA])
-    openai_form, llama_cpp_form = (request["response_format"] for request in script.requests)
-    assert openai_form == {"type": "json_schema", "json_schema": {"name": "answer", "schema": TASK_SCHEMA}}
-    assert llama_cpp_form == {"type": "json_object", "schema": TASK_SCHEMA}
+    stub_engine(base_url, schema_format="none").chat(*CHAT, schemas=[TASK_SCHEMA])
+    openai_form, llama_cpp_form, unconstrained = script.requests
+    assert openai_form["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": TASK_SCHEMA},
+    }
+    assert llama_cpp_form["response_format"] == {"type": "json_object", "schema": TASK_SCHEMA}
+    assert "response_format" not in unconstrained
 
 
 def test_token_level_turns_go_out_as_text_and_come_back_as_token_ids(stub, tiny_policy):
@@ -353,7 +411,8 @@ def test_token_level_turns_go_out_as_text_and_come_back_as_token_ids(stub, tiny_
 @pytest.mark.parametrize(
     ("setting", "message"),
     [({"timeout_s": "abc"}, "timeout_s must be int or float"), ({"base_url": "localhost:8080"}, "http:// or https://"),
-     ({"schema_format": "xml"}, "json_schema or json_object"), ({"max_concurrency": 0}, "max_concurrency >= 1")],
+     ({"schema_format": "xml"}, "auto, json_schema, json_object, none"),
+     ({"max_concurrency": 0}, "max_concurrency >= 1")],
 )  # fmt: skip
 def test_settings_are_checked(setting, message):
     with pytest.raises(ValueError, match=message):
@@ -372,7 +431,8 @@ def test_pools_already_written_survive_a_failing_endpoint(stub, tmp_path):
     them; a GenEnv epoch that fails leaves the committed D_env as it was."""
     base_url, script = stub
     adapter = SchemaToyAdapter()
-    simulator = Simulator(None, batch_size=1, engine="openai", openai=OpenAIConfig(base_url=base_url, max_retries=0))
+    server = OpenAIConfig(base_url=base_url, max_retries=0, schema_format="json_schema")
+    simulator = Simulator(None, batch_size=1, engine="openai", openai=server)
     script.replies[:] = [chat_reply('{"a": 1, "b": 2}'), chat_reply('{"a": 3, "b": 4}'), Reply(500, "down")]
     pool = TaskPool(tmp_path)
     writer = WrittenOnce(adapter, pool, tmp_path, size=4, seed=0, generation_rounds=1)

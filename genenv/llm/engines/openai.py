@@ -3,15 +3,21 @@
 Any server speaking OpenAI's HTTP API (OpenAI itself, vLLM, llama.cpp's servers, ...) at ``base_url``:
 
 * :meth:`OpenAIEngine.chat` continues conversations through ``/chat/completions``: the server renders its own chat
-  template, and a JSON schema goes out as the request's ``response_format`` (the server enforces it; llama.cpp
+  template, and a JSON schema goes out as the request's ``response_format`` in the form the server enforces (llama.cpp
   compiles it to a grammar). The simulator (and so the Offline baseline's pool writer) writes tasks this way.
+  Which form that is (``json_schema``, ``json_object`` or neither) the engine learns once, on its first schema, by
+  asking for a one-word answer under a schema no free answer meets (:meth:`OpenAIEngine.schema_support`): a server
+  that refuses the form, or ignores it, does not support it. It logs what it found in one line; with neither,
+  schema-constrained calls go out without ``response_format`` and the caller validates the answers (the simulator
+  does, and rejects a task that does not parse, with its reason).
 * :meth:`OpenAIEngine.generator` is a token-level :data:`~genenv.llm.generation.GenerateFn` over ``/completions``:
   genenv renders the agent's prompt with its local tokenizer as for any engine, sends it as text, and re-encodes the
   returned text with that tokenizer (plus the end-of-turn token when the server stopped at one). The served model
   must share that tokenizer's chat template; no log-probabilities come back, so GRPO cannot train on these tokens.
 
-Every request is retried after a 429, a 5xx, a timeout or a refused connection, with exponential backoff; at most
-``max_concurrency`` requests are in flight. A request that still fails raises :class:`EndpointError` naming the URL
+A request is retried after a 408/409/429/502/503/504, a timeout or a refused connection, with exponential backoff, and
+once after a 500 (a second 500 is the request's, not the moment's); at most ``max_concurrency`` requests are in
+flight. A request that still fails raises :class:`EndpointError` naming the URL
 and the status. The API key is read from the environment variable ``api_key_env`` names, never from a config.
 """
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,12 +37,26 @@ from genenv.llm.generation import GenerateFn, SamplingConfig
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["EndpointError", "OpenAIConfig", "OpenAIEngine"]
+__all__ = ["EndpointError", "OpenAIConfig", "OpenAIEngine", "SCHEMA_FORMATS"]
 
 logger = logging.getLogger(__name__)
 
-#: statuses worth another try: rate limiting and server-side failures
-RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+#: statuses worth another try with the same request: timeouts, conflicts, rate limits, an overloaded or unreachable
+#: upstream; a 500 gets one more try only
+TRANSIENT_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
+#: how schemas go out: ``auto`` (what the server enforces, learnt once), a form, or ``none`` (never sent)
+SCHEMA_FORMATS = ("auto", "json_schema", "json_object", "none")
+#: the probe: a one-word request under a schema that only a constrained answer meets
+PROBE_MESSAGES = [{"role": "user", "content": "Say hello in one word."}]
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["yes"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+PROBE_TOKENS = 32
+#: statuses by which a server refuses a probe's form (invalid, unprocessable, failed on it, not implemented)
+PROBE_REFUSALS = frozenset({400, 422, 500, 501})
 #: longest wait between two tries, whatever the backoff or a ``Retry-After`` header says
 MAX_BACKOFF_S = 60.0
 
@@ -58,9 +79,10 @@ class OpenAIConfig:
         backoff_s: wait before the first retry, doubled for each further one (a ``Retry-After`` header wins);
             never over 60 s.
         max_concurrency: requests in flight at once (the rows of a batch go out in parallel up to this).
-        schema_format: how a JSON schema is sent: ``"json_schema"`` (OpenAI's ``response_format``, which vLLM and
-            llama.cpp's ``llama-server`` take too) or ``"json_object"`` (``{"type": "json_object", "schema": ...}``,
-            the form llama-cpp-python's server takes).
+        schema_format: how a JSON schema is sent: ``"auto"`` (the best form the server enforces, learnt once:
+            :meth:`OpenAIEngine.schema_support`), ``"json_schema"`` (OpenAI's ``response_format``, which vLLM and
+            llama.cpp's ``llama-server`` take too), ``"json_object"`` (``{"type": "json_object", "schema": ...}``,
+            the form llama-cpp-python's server takes) or ``"none"`` (schemas never sent; answers validated after).
         extra_body: further fields of every request (server-specific sampling settings, e.g. ``{"top_k": 0}`` for
             llama.cpp, whose default top-k of 40 differs from genenv's engines, which sample the whole vocabulary).
     """
@@ -72,7 +94,7 @@ class OpenAIConfig:
     max_retries: int = 4
     backoff_s: float = 1.0
     max_concurrency: int = 4
-    schema_format: Literal["json_schema", "json_object"] = "json_schema"
+    schema_format: Literal["auto", "json_schema", "json_object", "none"] = "auto"
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -88,8 +110,9 @@ class OpenAIConfig:
             raise ValueError("openai.timeout_s must be > 0 and openai.backoff_s >= 0")
         if self.max_retries < 0 or self.max_concurrency < 1:
             raise ValueError("openai.max_retries must be >= 0 and openai.max_concurrency >= 1")
-        if self.schema_format not in ("json_schema", "json_object"):
-            raise ValueError(f"openai.schema_format must be json_schema or json_object, got {self.schema_format!r}")
+        if self.schema_format not in SCHEMA_FORMATS:
+            choices = ", ".join(SCHEMA_FORMATS)
+            raise ValueError(f"openai.schema_format must be one of {choices}, got {self.schema_format!r}")
 
 
 class OpenAIEngine:
@@ -109,6 +132,8 @@ class OpenAIEngine:
             headers=self._headers(),
         )
         self._pool = ThreadPoolExecutor(max_workers=config.max_concurrency, thread_name_prefix="genenv-openai")
+        self._schema_support: str | None = None if config.schema_format == "auto" else config.schema_format
+        self._probe_lock = threading.Lock()
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.config.api_key_env, "")
@@ -131,16 +156,58 @@ class OpenAIEngine:
             body["seed"] = seed
         return {**body, **self.config.extra_body}
 
-    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
-        if self.config.schema_format == "json_object":
+    @staticmethod
+    def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
+        if form == "json_object":
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One request, tried up to ``1 + max_retries`` times; the JSON answer's first choice."""
+    def schema_support(self) -> str:
+        """How this server's answers are held to a schema: ``"json_schema"``, ``"json_object"`` or ``"none"``. With
+        ``schema_format=auto`` it is learnt on the first call (one probe request per form, best first, stopping at
+        the first the server enforces) and logged in one line; otherwise it is the configured form."""
+        with self._probe_lock:
+            if self._schema_support is None:
+                self._schema_support = self._probe()
+            return self._schema_support
+
+    def _probe(self) -> str:
+        """The best form the server enforces: an answer under :data:`PROBE_SCHEMA` that is the schema's one object
+        (``json_schema``) or, for ``json_object``, any JSON object; a refusal or another answer rules the form out."""
+        sampling = self._sampling(SamplingConfig(max_new_tokens=PROBE_TOKENS, temperature=0.0), None)
+        findings = []
+        for form in ("json_schema", "json_object"):
+            constraint = self._response_format(form, PROBE_SCHEMA)
+            body = {**sampling, "messages": PROBE_MESSAGES, "response_format": constraint}
+            try:
+                message = self._post("chat/completions", body, probe=True).get("message")
+            except _Refused as refusal:
+                findings.append(f"{form}: refused ({refusal})")
+                continue
+            text = message.get("content") if isinstance(message, dict) else None
+            try:
+                answer = json.loads(text) if isinstance(text, str) else None
+            except json.JSONDecodeError:
+                answer = None
+            if answer == {"answer": "yes"} or (form == "json_object" and isinstance(answer, dict)):
+                before = f" ({'; '.join(findings)})" if findings else ""
+                logger.info("%s: constrained output by response_format %s%s", self._base, form, before)
+                return form
+            findings.append(f"{form}: not enforced (answered {_excerpt(repr(text), 60)})")
+        logger.warning(
+            "%s: no constrained output (%s); schemas are not sent, and answers are validated as they come",
+            self._base,
+            "; ".join(findings),
+        )
+        return "none"
+
+    def _post(self, path: str, body: dict[str, Any], *, probe: bool = False) -> dict[str, Any]:
+        """One request, tried up to ``1 + max_retries`` times (a 500 twice at most); the JSON answer's first choice.
+        ``probe``: a 400, 422, 500 or 501 (the request's form refused) raises :class:`_Refused` at once."""
         httpx = _httpx()
         url = f"{self._base}/{path}"
         tries = 1 + self.config.max_retries
+        server_errors = 0
         for attempt in range(tries):
             wait: float | None = None
             try:
@@ -152,14 +219,19 @@ class OpenAIEngine:
             except httpx.TransportError as error:  # e.g. the server closed the connection without an answer
                 problem = f"connection failed ({type(error).__name__}: {error})"
             else:
-                if response.status_code < 400:
+                status = response.status_code
+                if status < 400:
                     return _first_choice(url, response)
-                problem = f"HTTP {response.status_code}: {_excerpt(response.text)}"
-                if response.status_code not in RETRIED_STATUSES:
-                    if response.status_code in (401, 403):
+                problem = f"HTTP {status}: {_excerpt(response.text)}"
+                if probe and status in PROBE_REFUSALS:
+                    raise _Refused(problem)
+                server_errors += status == 500
+                if status not in TRANSIENT_STATUSES and (status != 500 or server_errors > 1):
+                    if status in (401, 403):
                         state = "set" if os.environ.get(self.config.api_key_env) else "not set"
                         problem += f" (API key from ${self.config.api_key_env}: {state})"
-                    raise EndpointError(f"POST {url}: {problem}")
+                    suffix = f" (after {attempt + 1} tries)" if attempt else ""
+                    raise EndpointError(f"POST {url}: {problem}{suffix}")
                 wait = _retry_after(response)
             if attempt + 1 < tries:
                 delay = min(wait if wait is not None else self.config.backoff_s * 2**attempt, MAX_BACKOFF_S)
@@ -181,12 +253,14 @@ class OpenAIEngine:
         schemas: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """The server's next assistant message for each conversation, in order; row ``i`` constrained to
-        ``schemas[i]`` when given. With ``seed``, row ``i`` is sampled with seed ``seed + i``."""
+        ``schemas[i]`` when given and the server enforces a schema form (:meth:`schema_support`). With ``seed``, row
+        ``i`` is sampled with seed ``seed + i``."""
+        form = "none" if schemas is None else self.schema_support()
         bodies = []
         for row, messages in enumerate(conversations):
             body = {**self._sampling(sampling, None if seed is None else seed + row), "messages": messages}
-            if schemas is not None:
-                body["response_format"] = self._response_format(schemas[row])
+            if schemas is not None and form != "none":
+                body["response_format"] = self._response_format(form, schemas[row])
             bodies.append(body)
         url = f"{self._base}/chat/completions"
         texts = []
@@ -233,6 +307,10 @@ class OpenAIEngine:
             return new_ids, None
 
         return generate
+
+
+class _Refused(Exception):
+    """A probe request the server answered with an HTTP error: the form it carried is not supported."""
 
 
 def _httpx() -> Any:
