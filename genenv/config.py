@@ -15,7 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from genenv.benchmarks.base import available_benchmarks, get_benchmark_class
+from genenv.benchmarks.base import BenchmarkAdapter, available_benchmarks, get_benchmark, get_benchmark_class
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -49,6 +49,12 @@ def episode_turns(cfg: DictConfig, override: int | None = None) -> int:
     """The episode length an entry point plays: its own ``max_turns`` setting ``override`` when set, else the bench
     node's, which is the adapter's ``max_turns`` unless ``bench.max_turns=N`` overrides it."""
     return int(override or require_bench(cfg).max_turns)
+
+
+def official_adapter(cfg: DictConfig) -> BenchmarkAdapter:
+    """The adapter a composed config describes (its ``bench`` node's options), scoring as the official evaluator does:
+    what ``genenv.evaluate`` and ``genenv.serve`` play."""
+    return get_benchmark(cfg.bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg)).reporting_adapter()
 
 
 def adapter_data_dir(cfg: DictConfig) -> Path | None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from genenv.benchmarks.base import get_benchmark
-from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
+from genenv.config import CONFIG_DIR, episode_turns, official_adapter, require_bench
 
 
 def websocket_frame_limit(max_action_chars: int) -> int:
@@ -33,7 +32,7 @@ def serve(cfg: DictConfig) -> None:
     except ImportError as error:
         raise SystemExit(f"serving needs the openenv extra: pip install 'genenv[openenv]' ({error})") from error
     bench = require_bench(cfg)
-    adapter = get_benchmark(bench.name, data_dir=adapter_data_dir(cfg), **adapter_options(cfg)).reporting_adapter()
+    adapter = official_adapter(cfg)
     idle = float(cfg.idle_timeout_s) if cfg.idle_timeout_s else None
     app = build_app(
         adapter,

@@ -169,6 +169,8 @@ class BenchmarkAdapter(ABC):
     base_split: ClassVar[str | None] = None
     #: at most this many base tasks, evenly spread over ``base_split`` (``None``: all).
     base_limit: ClassVar[int | None] = None
+    #: whether its tasks offer tools (``False``: none does, and the TRL and verifiers doors advertise no tool).
+    has_tools: ClassVar[bool] = True
     #: a YAML file beside the adapter's module whose keys override :meth:`bench_defaults` (``None``: none).
     bench_yaml: ClassVar[str | None] = None
     #: JSON schema of the object the simulator must write for a generated task.

@@ -293,6 +293,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
     name = BENCHMARK
     splits = SPLITS
     max_turns = 2
+    has_tools = False
     default_split = "test"
     validation_split = "validation"  # held out like test (its own seeds)
     base_split = "train"  # expert traces of the gold answers, seeds disjoint from the others

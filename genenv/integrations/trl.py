@@ -42,8 +42,8 @@ EPISODE_OVER = "The episode is over."
 
 class BenchmarkEnvironment:
     """One rollout of a benchmark task for TRL; subclasses made by :func:`environment_factory` set the class
-    attributes. Its only public methods are ``reset`` and the tool ``call_tool`` (TRL turns public methods into
-    tools)."""
+    attributes. Its only public method is ``reset``: TRL turns public methods into tools, and a benchmark whose tasks
+    offer tools gets :class:`ToolCallingEnvironment`, whose one tool is ``call_tool``."""
 
     adapter: ClassVar[BenchmarkAdapter]
     max_turns: ClassVar[int]
@@ -59,6 +59,25 @@ class BenchmarkEnvironment:
         shows it, so nothing is added to it."""
         self._env.reset(options={"task": row_task(row)})
         self._over, self._reward = False, 0.0
+
+    def _act(self, action: str) -> str:
+        observation, reward, terminated, truncated, _ = self._env.step(action)
+        self._over, self._reward = terminated or truncated, reward
+        return observation
+
+    def _finish(self, completion: list[dict[str, Any]] | str) -> float:
+        """Play the rollout's final answer, if it has one and the episode is still on, and return the episode's
+        score."""
+        if not self._over and (answer := _final_answer(completion)) is not None:
+            self._act(answer)
+        if not self._over:
+            self._over = True
+            self._reward = score_episode(self.adapter, self._env.task, self._env.trajectory).value
+        return self._reward
+
+
+class ToolCallingEnvironment(BenchmarkEnvironment):
+    """A :class:`BenchmarkEnvironment` whose tasks offer tools: ``call_tool`` is its one TRL tool."""
 
     def call_tool(self, name: str, arguments: dict) -> str:
         """Call one of the tools the task lists.
@@ -77,21 +96,6 @@ class BenchmarkEnvironment:
         if self._over:
             return EPISODE_OVER
         return self._act(self.adapter.format_call(name, arguments))
-
-    def _act(self, action: str) -> str:
-        observation, reward, terminated, truncated, _ = self._env.step(action)
-        self._over, self._reward = terminated or truncated, reward
-        return observation
-
-    def _finish(self, completion: list[dict[str, Any]] | str) -> float:
-        """Play the rollout's final answer, if it has one and the episode is still on, and return the episode's
-        score."""
-        if not self._over and (answer := _final_answer(completion)) is not None:
-            self._act(answer)
-        if not self._over:
-            self._over = True
-            self._reward = score_episode(self.adapter, self._env.task, self._env.trajectory).value
-        return self._reward
 
 
 def _final_answer(completion: list[dict[str, Any]] | str) -> str | None:
@@ -138,7 +142,8 @@ def environment_factory(
         "max_observation_chars": max_observation_chars,
         "__doc__": f"One rollout of a {adapter.name} task for TRL (genenv.integrations.trl).",
     }
-    return type(name, (BenchmarkEnvironment,), attributes)
+    base = ToolCallingEnvironment if adapter.has_tools else BenchmarkEnvironment
+    return type(name, (base,), attributes)
 
 
 def episode_reward(
