@@ -34,23 +34,96 @@ def test_an_epochs_signal_counts_mixed_groups_per_thousand_episodes_and_the_dist
     assert signal["distance"] == pytest.approx((0.5 + 0.25 + 0 + 0.5) / 4)
 
 
-def test_primary_pairs_seeds_and_epochs_1_to_4_and_the_verdict_follows_the_written_rules():
+#: the exact wording of each branch of the verdict: a change to any of them must be a deliberate change of this test
+AT_GOAL = "GenEnv gives GRPO more informative groups per episode than Random, at the goal (+0.10 of the groups)"
+SHORT = "GenEnv gives GRPO more informative groups per episode than Random, short of the goal"
+AGAINST = "against GenEnv: no more informative groups per episode than Random, and its tasks no closer to alpha"
+INCONCLUSIVE = "inconclusive at this budget: the interval admits both no difference and the goal"
+GATE_FAILED = "gate failed: the testbed cannot tell GenEnv from Random; no verdict on GenEnv"
+NOT_YET = "not yet decided: the arms have not reached epoch 4 on every paired seed"
+SEEDS_DO_NOT_EXCLUDE = (
+    "; the t-test over the 4 seeds does not exclude 0 (4 seeds do not resolve the spread between them)"
+)
+SEEDS_EXCLUDE = "; the t-test over the 4 seeds excludes 0, the bootstrap interval does not"
+
+
+def _arms(verdict, genenv: list[list[int]], random: list[list[int]]) -> list:
+    """GenEnv and Random runs of seeds 0, 1, ...: the seed's list gives each epoch's informative tasks of 8."""
+    return [_run(verdict, arm, s, mixed) for arm, arms in (("genenv", genenv), ("random", random)) for s, mixed in
+            enumerate(arms)]  # fmt: skip
+
+
+FLAT = [[0, 2, 2, 2, 2]] * 4
+
+
+@pytest.mark.parametrize(
+    ("genenv", "expected"),
+    [
+        ([[0, 4, 5, 4, 5], [0, 5, 4, 5, 4], [0, 4, 4, 5, 5], [0, 5, 5, 4, 4]], AT_GOAL),
+        ([[0, 3, 2, 3, 2], [0, 2, 3, 2, 3], [0, 3, 3, 2, 2], [0, 2, 2, 3, 3]], SHORT),
+        ([[0, 4, 3, 4, 3], [0, 3, 2, 3, 2], [0, 2, 3, 2, 3], [0, 3, 1, 2, 2]], SHORT + SEEDS_DO_NOT_EXCLUDE),
+        ([[0, 4, 1, 3, 2], [0, 3, 1, 4, 1], [0, 2, 3, 1, 3], [0, 3, 1, 2, 3]], INCONCLUSIVE + SEEDS_EXCLUDE),
+        ([[0, 3, 1, 2, 2], [0, 2, 2, 3, 1], [0, 1, 3, 2, 2], [0, 2, 3, 1, 2]], AGAINST),
+    ],
+)
+def test_the_verdict_of_four_seeds_whose_epochs_differ(genenv, expected):
     verdict = load_script("experiments/curriculum/verdict.py")
-    # GenEnv has 3 more informative tasks of 8 in every epoch after the first (epoch 0 differs and is left out)
-    runs = [_run(verdict, "genenv", s, [0, 5, 5, 5, 5]) for s in (0, 1)]
-    runs += [_run(verdict, "random", s, [8, 2, 2, 2, 2]) for s in (0, 1)]
-    first = verdict.primary(runs)
-    assert first["genenv_minus_random"] == pytest.approx(1000 * 3 / 64) and first["complete"]
-    assert first["low"] == first["high"] == pytest.approx(1000 * 3 / 64) and first["seeds"] == [0, 1]
-    mech = verdict.mechanism(runs)
-    assert mech["genenv_minus_random_epochs_3_4"]["difference"] == pytest.approx(-3 / 8 * 0.5)
-    assert verdict.verdict(True, first, mech).startswith("GenEnv gives GRPO more informative groups")
-    assert verdict.verdict(False, first, mech).startswith("gate failed")
-    same = [_run(verdict, arm, s, [2, 2, 2, 2, 2]) for arm in ("genenv", "random") for s in (0, 1)]
-    assert verdict.verdict(True, verdict.primary(same), verdict.mechanism(same)).startswith("against GenEnv")
+    runs = _arms(verdict, genenv, FLAT)
+    first, mech = verdict.primary(runs), verdict.mechanism(runs)
+    per_seed = [1000 * (sum(g[1:]) - 8) / 4 / 64 for g in genenv]  # Random has 2 a epoch
+    assert first["per_seed"] == pytest.approx(per_seed) and first["complete"] and first["seeds"] == [0, 1, 2, 3]
+    assert first["genenv_minus_random"] == pytest.approx(sum(per_seed) / 4)
+    assert first["low"] < first["genenv_minus_random"] < first["high"]  # the epochs differ: the interval has a width
+    step = 1000 / 64 / 16  # the means lie on a grid: 1 task of 8 over 4 epochs and 4 seeds
+    assert first["draws"] == verdict.DRAWS and first["low_mc_error"] <= step and first["high_mc_error"] <= step
+    assert first["seed_level"]["seeds"] == 4 and first["seed_level"]["smallest_sign_flip_p"] == 2 / 16
+    assert verdict.verdict(True, first, mech) == expected
+    assert verdict.verdict(None, first, mech) == expected  # the gate not (yet) failed: the verdict stands
+    assert verdict.verdict(False, first, mech) == GATE_FAILED
+
+
+def test_the_mechanism_pairs_epochs_3_and_4_and_an_arm_short_of_epoch_4_leaves_the_verdict_open():
+    verdict = load_script("experiments/curriculum/verdict.py")
+    runs = _arms(verdict, [[0, 4, 5, 4, 5], [0, 5, 4, 5, 4]], [[8, 2, 2, 2, 2], [8, 2, 2, 3, 2]])
+    mech = verdict.mechanism(runs)  # distance = 0.5 x the share of tasks at p = 0
+    assert mech["genenv_minus_random_epochs_3_4"]["difference"] == pytest.approx(-0.5 * (2.5 + 2.0) / 2 / 8)
     unfinished = [_run(verdict, "genenv", 0, [2, 2, 2]), _run(verdict, "random", 0, [2, 2, 2, 2, 2])]
-    assert not verdict.primary(unfinished)["complete"]
-    assert verdict.verdict(True, verdict.primary(unfinished), verdict.mechanism(unfinished)).startswith("not yet")
+    first = verdict.primary(unfinished)
+    assert not first["complete"] and first["seed_level"] is None  # one seed: no seed-level test
+    assert verdict.verdict(True, first, verdict.mechanism(unfinished)) == NOT_YET
+    assert verdict.verdict(True, None, mech) == NOT_YET
+
+
+def _decided(d: float, low: float, high: float, late_high: float | None = 0.01, seeds=None) -> dict:
+    first = {"genenv_minus_random": d, "low": low, "high": high, "complete": True, "seed_level": seeds}
+    mech = {"genenv_minus_random_epochs_3_4": None if late_high is None else {"high": late_high}}
+    return first, mech
+
+
+def test_the_verdicts_boundaries():
+    verdict = load_script("experiments/curriculum/verdict.py")
+    goal, against = verdict.GOAL, verdict.AGAINST
+    assert (goal, against) == (12.5, 3.75)  # the written thresholds
+    assert verdict.verdict(True, *_decided(goal, 1e-9, 20)) == AT_GOAL
+    assert verdict.verdict(True, *_decided(goal - 1e-9, 1e-9, 20)) == SHORT
+    assert verdict.verdict(True, *_decided(goal, 0.0, 20)) == INCONCLUSIVE  # a lower bound at 0 is not above it
+    assert verdict.verdict(True, *_decided(against, -1, goal - 1e-9)) == AGAINST
+    assert verdict.verdict(True, *_decided(against + 1e-9, -1, 10)) == INCONCLUSIVE
+    assert verdict.verdict(True, *_decided(0.0, -1, goal)) == INCONCLUSIVE  # the upper bound reaches the goal
+    assert verdict.verdict(True, *_decided(0.0, -1, 10, late_high=0.0)) == AGAINST  # 0: not wholly below 0
+    assert verdict.verdict(True, *_decided(0.0, -1, 10, late_high=-1e-9)) == INCONCLUSIVE  # tasks closer to alpha
+    assert verdict.verdict(True, *_decided(0.0, -1, 10, late_high=None)) == AGAINST  # no mechanism pair yet
+
+
+def test_the_verdict_says_where_the_seed_level_test_disagrees():
+    verdict = load_script("experiments/curriculum/verdict.py")
+    from genenv.significance import seed_level
+
+    spread, agree = seed_level([22.5, 6.8, 6.8, 0.0]), seed_level([9.0, 9.5, 8.5, 9.2])
+    assert verdict.verdict(True, *_decided(9.0, 1.0, 18.8, seeds=spread)) == SHORT + SEEDS_DO_NOT_EXCLUDE
+    assert verdict.verdict(True, *_decided(9.0, 1.0, 18.8, seeds=agree)) == SHORT
+    assert verdict.verdict(True, *_decided(9.0, -0.5, 18.8, seeds=agree)) == INCONCLUSIVE + SEEDS_EXCLUDE
+    assert verdict.verdict(True, *_decided(9.0, -0.5, 18.8, seeds=spread)) == INCONCLUSIVE
 
 
 def test_secondary_is_the_gain_per_thousand_episodes_on_the_frontier_items_of_the_shared_warm_start():
@@ -107,9 +180,11 @@ def test_the_summary_and_figures_of_a_testbed_folder(tmp_path):
         json.dumps({"round": 0, "success": 0.14, "share_graded": 0.1, "mean_distance": 0.4, "levels": {}}) + "\n"
     )
     warm = [0.25, 0.5, 0.0]
-    for arm, mixed, final in (("genenv", [0, 6, 6, 6, 6], [0.5, 0.75, 0.0]), ("random", [0, 2, 2, 2, 2], warm)):
+    mixed = {("genenv", 0): [0, 6, 5, 6, 7], ("genenv", 1): [0, 7, 6, 6, 5], ("random", 0): [0, 2, 2, 3, 1]}
+    mixed[("random", 1)] = [0, 2, 1, 2, 3]
+    for arm, final in (("genenv", [0.5, 0.75, 0.0]), ("random", warm)):
         for seed in (0, 1):
-            run = _run(verdict, arm, seed, mixed, warm=warm, final=final)
+            run = _run(verdict, arm, seed, mixed[arm, seed], warm=warm, final=final)
             lines = [json.dumps({**m, "curriculum": arm, "seed": seed}) for m in run.metrics]
             (folder / "runs" / f"{arm}-s{seed}.jsonl").write_text("\n".join(lines) + "\n")
     verdict.main(["bed", "--results-root", str(tmp_path)])
@@ -118,7 +193,8 @@ def test_the_summary_and_figures_of_a_testbed_folder(tmp_path):
     assert summary["seeds"] == [0, 1] and summary["arms"] == ["genenv", "random"]
     assert summary["primary"]["genenv_minus_random"] == pytest.approx(1000 * 4 / 64)
     assert summary["secondary"]["gain_per_1000_episodes"]["random"] == 0
-    assert summary["verdict"].startswith("GenEnv gives GRPO more informative groups per episode than Random, at the")
+    assert summary["primary"]["low"] < summary["primary"]["genenv_minus_random"] < summary["primary"]["high"]
+    assert summary["verdict"] == AT_GOAL  # both seeds differ by 4 tasks an epoch: the t-test agrees
     assert all(
         (folder / f).stat().st_size > 0 for f in ("informative_share.png", "written_success.png", "held_out.png")
     )
