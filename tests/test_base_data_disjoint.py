@@ -1,5 +1,5 @@
 """D_train's base data never shares a task with a split that validation or evaluation uses, for every benchmark as
-configured (genenv/configs/bench/*.yaml): by task id and by the task's text."""
+configured (each adapter's declared splits): by task id and by the task's text."""
 
 import pytest
 from conftest import data_dir

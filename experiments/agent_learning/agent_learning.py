@@ -77,7 +77,7 @@ AGENT = {
 }
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
 #: per ``--bench``: the held-out split, and the benchmark's episode settings over AGENT's (API-Bank's are the learning
-#: run's: four turns, as genenv/configs/bench/apibank.yaml, 192 new tokens a turn with 512 in all, and the benchmark's
+#: run's: four turns, API-Bank's episode length, 192 new tokens a turn with 512 in all, and the benchmark's
 #: own worked exchange before each request, as genenv/configs/model/qwen05.yaml shows it)
 BENCHES: dict[str, dict[str, Any]] = {
     "reasoning_gym": {"held_out": "validation", "agent": {}},
