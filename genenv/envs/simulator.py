@@ -3,9 +3,10 @@
 The simulator is prompted with what the benchmark needs to know (``adapter.generation_context``),
 worked examples from training data (``adapter.generation_examples``) and the agent's recent
 success on the requested task family, and asked for one JSON object in ``adapter.task_schema``.
-Its text is parsed (:func:`extract_json_object`, then ``adapter.parse_task``) and validated
-(``adapter.validate_task``); every output is returned as a :class:`Proposal`, rejected ones with
-their reason, so nothing is lost.
+Its text is parsed (:func:`extract_json_object`, then ``adapter.parse_task``), checked against the adapter's JSON
+schema for the family (:mod:`genenv.envs.task_schema`) and validated (``adapter.validate_task``); every output is
+returned as a :class:`Proposal`, rejected ones with their reason (``unparsable: ...``, ``schema: ...``,
+``invalid: ...``), so nothing is lost.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, cast
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task
+from genenv.envs.task_schema import family_schema, schema_violation
 from genenv.llm.engines import Engine, OpenAIConfig, build_engine, engine_chat, resolve_engine
 from genenv.llm.engines.openai import OpenAIEngine
 from genenv.llm.generation import SamplingConfig, generate_chat
@@ -292,23 +294,50 @@ class Simulator:
             )
             for family in families
         ]
-        schemas = [adapter.generation_schema(family) for family in families] if self.constrained else []
+        generation_schemas = {family: adapter.generation_schema(family) for family in dict.fromkeys(families)}
+        schemas = [generation_schemas[family] for family in families] if self.constrained else []
         constrained = bool(schemas) and all(schema is not None for schema in schemas)
         texts = self.generate(prompts, seed=int(rng.integers(2**31)), schemas=schemas if constrained else None)
-        return [to_proposal(adapter, family, prompt, text) for family, prompt, text in zip(families, prompts, texts)]
+        checked = {family: schema or adapter.task_schema for family, schema in generation_schemas.items()}
+        return [
+            to_proposal(adapter, family, prompt, text, checked[family])
+            for family, prompt, text in zip(families, prompts, texts)
+        ]
 
 
-def to_proposal(adapter: BenchmarkAdapter, family: str, messages: list[dict[str, Any]], raw: str) -> Proposal:
-    """Parse and validate one simulator output; the reason is kept when it is rejected."""
+def to_proposal(
+    adapter: BenchmarkAdapter,
+    family: str,
+    messages: list[dict[str, Any]],
+    raw: str,
+    schema: dict[str, Any] | None = None,
+) -> Proposal:
+    """Parse, schema-check and validate one simulator output; the reason is kept when it is rejected.
+
+    The written JSON object must satisfy ``schema`` (default: :func:`~genenv.envs.task_schema.family_schema`, the
+    adapter's schema for ``family``; ``{}``: none) before ``adapter.validate_task`` sees the task; one that does not
+    is rejected with the schema's reason (``schema: <path>: <message>``). A task ``parse_task`` cannot read is
+    rejected as ``unparsable`` first."""
     proposal = Proposal(family=family, messages=messages, raw=raw)
     try:
-        task = adapter.parse_task(extract_json_object(raw), family)
+        obj = extract_json_object(raw)
+    except ValueError as error:
+        proposal.reject_reason = f"unparsable: {error}"
+        return proposal
+    if schema is None:
+        schema = family_schema(adapter, family) or {}
+    violation = schema_violation(obj, schema) if schema else None  # before parse_task, which may change obj
+    try:
+        task = adapter.parse_task(obj, family)
     except (ValueError, KeyError, TypeError) as error:
         proposal.reject_reason = f"unparsable: {error}"
         return proposal
     except Exception as error:  # noqa: BLE001 - an adapter bug on odd input rejects the task, never the epoch
         logger.warning("%s.parse_task raised %s on a simulator output", type(adapter).__name__, type(error).__name__)
         proposal.reject_reason = f"unparsable: {type(error).__name__}: {error}"
+        return proposal
+    if violation is not None:
+        proposal.reject_reason = f"schema: {violation}"
         return proposal
     try:
         ok, reason = adapter.validate_task(task)

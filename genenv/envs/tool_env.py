@@ -179,7 +179,13 @@ class ToolEnv(gym.Env[str, str]):
     # -- Gymnasium API -----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Start an episode. ``options={"task": Task | dict}`` plays that task instead of sampling; a task that is
-        not one raises ``ValueError`` naming what is wrong, before anything of the env changes."""
+        not one raises ``ValueError`` naming what is wrong, before anything of the env changes.
+
+        The same ``seed`` gives the same task and observation, and the same tasks on the unseeded resets that follow,
+        simulator-written tasks included: the simulator's batch is written from ``np_random`` (its prompts and its
+        sampling seed), and the tasks left from earlier batches are dropped. That holds for the same simulator
+        weights on an engine that honours the sampling seed (``hf``, the default, and ``llamacpp``; not
+        ``ctranslate2``'s unconstrained sampling). Without a seed, reset goes on from the generator as it is."""
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"reset options must be a dict, not {type(options).__name__}")
         forced = (options or {}).get("task")
@@ -192,9 +198,9 @@ class ToolEnv(gym.Env[str, str]):
                     f"options['task'] is not a {self.adapter.name} task: {type(error).__name__}: {error} (its "
                     "'gold' and 'metadata' must have the form of the benchmark's own tasks)"
                 ) from error
-            super().reset(seed=seed)
+            self._seed(seed)
         else:
-            super().reset(seed=seed)
+            self._seed(seed)
             task, origin = self._sample_task()
             system, tools, state = self._begin(task)
         self.task, self._task_origin, self._state = task, origin, state
@@ -203,6 +209,13 @@ class ToolEnv(gym.Env[str, str]):
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
         observation = render_prompt(system, tools, task.prompt)
         return observation, self._info(tools=tools)
+
+    def _seed(self, seed: int | None) -> None:
+        """Seed ``np_random`` (Gymnasium's ``reset(seed=...)``); a seed also drops the simulator-written tasks kept from
+        earlier batches, so the tasks of this reset and the unseeded resets after it are written from the seed."""
+        super().reset(seed=seed)
+        if seed is not None:
+            self._generated.clear()
 
     def _begin(self, task: Task) -> tuple[str, list[dict[str, Any]], Any]:
         """The system prompt, the tools and the fresh back-end state of an episode of ``task`` (its family read too,
@@ -371,9 +384,7 @@ def score_episode(adapter: BenchmarkAdapter, task: Task, trajectory: Trajectory)
         return Score(0.0, {"error": f"scoring failed: {error}"})
 
 
-def score_actions(
-    adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int | None = None
-) -> float:
+def score_actions(adapter: BenchmarkAdapter, task: Task, actions: Sequence[str], max_turns: int | None = None) -> float:
     """The reward of ``actions`` played in order on ``task`` in a fresh :class:`ToolEnv` (actions after the episode
     ends are not played; actions that never end it are scored as a truncated episode)."""
     env = ToolEnv(adapter, tasks=[task], max_turns=max_turns)
