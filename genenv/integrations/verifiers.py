@@ -1,7 +1,13 @@
 """genenv benchmarks as a verifiers (``verifiers.v1``) environment: ``load_environment(benchmark="apibank")``.
 
-The taskset (:class:`GenEnvTaskset`, verifiers id ``genenv_verifiers``) yields one task per benchmark
-task; the env (:class:`GenEnvEnv`) plays each as a multi-turn exchange with the ``player`` agent: the opening is
+verifiers finds a taskset by its id: an installed module (``-`` read as ``_``) that exports one ``Taskset`` subclass,
+and here the ``Env`` that plays it, through ``__all__``. genenv installs one such module per built-in benchmark,
+``genenv_<benchmark>`` (``vf-eval genenv-apibank``), whose taskset plays that benchmark (:func:`benchmark_taskset`),
+and ``genenv_verifiers``, whose taskset plays any registered benchmark named by its ``benchmark`` field; they live in
+``verifiers_environments/``.
+
+The taskset (:class:`GenEnvTaskset`) yields one task per benchmark task; the env (:class:`GenEnvEnv`) plays each as
+a multi-turn exchange with the ``player`` agent: the opening is
 genenv's prompt (instructions, the tools' schemas, the request), each reply is one agent turn for
 :meth:`ToolEnv.step <genenv.envs.tool_env.ToolEnv.step>` (tool calls in the benchmark's format, or the final answer),
 and the tool output comes back as the next user turn, until the episode ends. The reward, ``official_score``, is
@@ -14,11 +20,12 @@ Needs the ``verifiers`` extra: ``pip install genenv[verifiers]``.
 from __future__ import annotations
 
 import functools
-import sys
+import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 try:
+    import pydantic
     import verifiers.v1 as vf
     from verifiers.v1.harnesses.null import NullHarnessConfig
 except ImportError as error:  # pragma: no cover - exercised only without the optional extra
@@ -30,11 +37,10 @@ except ImportError as error:  # pragma: no cover - exercised only without the op
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.envs.tool_env import ToolEnv, score_actions
 
-__all__ = ["GenEnvEnv", "GenEnvTaskset", "load_environment", "official_adapter"]
+__all__ = ["GenEnvEnv", "GenEnvTaskset", "benchmark_taskset", "load_environment", "official_adapter", "taskset_id"]
 
-#: verifiers finds a taskset by importing its id as a top-level module name; this module answers to it once imported
+#: the verifiers id of the taskset that plays any registered benchmark (its ``benchmark`` field names it)
 TASKSET_ID = "genenv_verifiers"
-sys.modules.setdefault(TASKSET_ID, sys.modules[__name__])
 
 
 @functools.cache
@@ -98,6 +104,28 @@ class GenEnvTaskset(vf.Taskset[GenEnvTask, GenEnvTasksetConfig]):
                 data_dir=config.data_dir,
             )
             yield GenEnvTask(data, config.task)
+
+
+def taskset_id(benchmark: str) -> str:
+    """The verifiers id of ``benchmark``'s own taskset module: ``genenv_<benchmark>`` (``genenv_reasoning_gym``)."""
+    return f"genenv_{benchmark.lower()}"
+
+
+def benchmark_taskset(benchmark: str) -> type[GenEnvTaskset]:
+    """A :class:`GenEnvTaskset` subclass that plays ``benchmark`` only (its config's ``benchmark`` accepts that name
+    alone), for the benchmark's own verifiers module :func:`taskset_id`."""
+    title = "".join(part.capitalize() for part in benchmark.split("_"))
+    config = pydantic.create_model(
+        f"{title}TasksetConfig",
+        __base__=GenEnvTasksetConfig,
+        __module__=taskset_id(benchmark),
+        benchmark=(Literal[benchmark], benchmark),
+    )
+    namespace = {"__module__": taskset_id(benchmark), "__doc__": f"genenv's {benchmark} tasks, one per task of a split"}
+    # new_class, not type(): the generic base must resolve (verifiers reads the config type from __orig_bases__)
+    return types.new_class(
+        f"{title}Taskset", (GenEnvTaskset, vf.Taskset[GenEnvTask, config]), exec_body=lambda ns: ns.update(namespace)
+    )
 
 
 class GenEnvEnvConfig(vf.EnvConfig):
