@@ -125,7 +125,8 @@ HELD_OUT_SEED = 10**9
 SPLIT_SEED_BASE = {"train": 0, "test": HELD_OUT_SEED, "validation": HELD_OUT_SEED + HELD_OUT_SEED // 2}
 #: train items tried per wanted item before a (family, level) gives up (held-out collisions).
 TRAIN_ATTEMPTS = 4
-#: measured with experiments/curriculum/reasoning_gym_zero_shot.py (see its results/reasoning_gym_zero_shot.md)
+#: the families and levels the embedded SmolLM2 solves zero-shot sometimes but not always, at some level
+#: (``experiments/curriculum/reasoning_gym_zero_shot.py``; measured: ``results/README.md``)
 DEFAULT_FAMILIES = ("basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2")
 MAX_EXAMPLE_CHARS = 160
 #: what the simulator writes for a generated task: a seed that picks an item, or the item's expression

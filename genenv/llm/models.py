@@ -502,10 +502,10 @@ def embedded_model_dir(cache_dir: str | os.PathLike[str] | None = None, model: s
 
     The folder is ``<root>/models/<dirname>`` where ``<root>`` is ``cache_dir``, else ``$GENENV_CACHE_DIR``,
     else the user cache dir (``platformdirs`` when installed, else ``${XDG_CACHE_HOME:-~/.cache}/genenv``). The
-    conversion (once: about 20 s for SmolLM2, 1-2 min and 2.4 GB on disk for Qwen2.5-Coder-0.5B) is written to a
-    temporary sibling folder and renamed into place, under a lock file, so that a killed conversion never leaves
-    a half folder that would be re-used and two processes never convert at the same time. The folder is re-made
-    when the weight packages change. A multi-part GGUF joined for the conversion is deleted afterwards.
+    conversion, done once, is written to a temporary sibling folder and renamed into place, under a lock file, so
+    that a killed conversion never leaves a half folder that would be re-used and two processes never convert at the
+    same time. The folder is re-made when the weight packages change. A multi-part GGUF joined for the conversion is
+    deleted afterwards.
     """
     spec = _embedded(model)
     for part in spec.parts:  # a missing package is reported by name, with its install command

@@ -130,7 +130,7 @@ class ALFWorldAdapter(BenchmarkAdapter):
     default_split = "valid_unseen"  # eval_out_of_distribution (134 games); valid_seen = eval_in_distribution (140)
     validation_split = "valid_seen"
     base_split = "train"  # expert traces: the train games' walkthroughs
-    base_limit = 60  # 10 per task type: each trace replays its game (seconds each)
+    base_limit = 60  # 10 per task type: each trace replays its whole game in the engine
     splits = ("train", "valid_seen", "valid_unseen")
     task_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -434,7 +434,7 @@ class ALFWorldAdapter(BenchmarkAdapter):
     def generation_schema(self, family: str) -> dict[str, Any]:
         """``task_schema`` for ``family``: the task type fixed, object and receptacle restricted to the
         types that can make such a task in some train game. The game stays a bounded string (the
-        context names it): an enum of every train game made constrained decoding about 5x slower."""
+        context names it): an enum of every train game would slow constrained decoding down."""
         games = self._games_for(family)
         objects: set[str] = set()
         receptacles: set[str] = set()

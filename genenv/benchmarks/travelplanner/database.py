@@ -106,7 +106,7 @@ class DistanceInfo:
 
 
 class TravelDatabase:
-    """All sandbox tables of one data folder (about 1 s to load)."""
+    """All sandbox tables of one data folder, every one read when the database is built."""
 
     def __init__(self, data_dir: Path) -> None:
         import pandas as pd

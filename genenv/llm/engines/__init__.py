@@ -73,13 +73,13 @@ def resolve_engine(requested: str, *, device: str | torch.device, purpose: Purpo
     """The engine to use and why (the reason is logged).
 
     ``auto`` picks the fastest engine available: vLLM for GRPO rollouts on a CUDA device with vLLM installed,
-    CTranslate2 on CPU when it is installed (measured 1.9-2.0x HF ``generate`` in int8 on an idle 2-core machine,
-    ``results/performance/engine_throughput.json``), else ``hf``. An explicit engine that cannot run here falls
-    back to ``hf`` with the reason: ``ctranslate2`` not installed, ``vllm`` without CUDA or vLLM, and ``vllm`` for
-    evaluation or the simulator (genenv drives vLLM only through TRL's GRPO integration), and ``llamacpp`` not
-    installed, on a CUDA device, or for GRPO rollouts (it returns no log-probabilities for TRL's importance-sampling
-    correction). ``auto`` never picks ``llamacpp``. ``openai`` (a server's weights, which genenv cannot train) serves
-    ``generate`` only: for GRPO rollouts it raises ``ValueError``.
+    CTranslate2 on CPU when it is installed (faster than HF ``generate``; measured: ``results/README.md``), else
+    ``hf``. An explicit engine that cannot run here falls back to ``hf`` with the reason: ``ctranslate2`` not
+    installed, ``vllm`` without CUDA or vLLM, and ``vllm`` for evaluation or the simulator (genenv drives vLLM only
+    through TRL's GRPO integration), and ``llamacpp`` not installed, on a CUDA device, or for GRPO rollouts (it
+    returns no log-probabilities for TRL's importance-sampling correction). ``auto`` never picks ``llamacpp``.
+    ``openai`` (a server's weights, which genenv cannot train) serves ``generate`` only: for GRPO rollouts it raises
+    ``ValueError``.
     """
     if requested not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {requested!r}")
