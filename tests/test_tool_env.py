@@ -198,3 +198,15 @@ def test_an_env_whose_adapter_cannot_be_copied_says_so():
         copy.deepcopy(env)
     with pytest.raises(TypeError, match="cannot be copied or pickled"):
         pickle.dumps(env)
+
+
+def test_a_seeded_reset_with_a_given_task_also_drops_the_written_tasks_left():
+    from scripted_simulator import ScriptedSimulator
+
+    simulator = ScriptedSimulator(['{"a": 1, "b": 2}', '{"a": 3, "b": 4}'], "small")
+    env = ToolEnv(ToyAdapter(), task_source="simulator", simulator=simulator)
+    env.reset(seed=0)  # the batch's second task is kept for the next reset
+    env.reset(seed=0, options={"task": ToyAdapter()._task(7, 8, "train")})
+    assert env.reset()[1]["task"]["prompt"] == "What is 1 + 2?"  # written again from np_random, not the kept one
+    env.reset(options={"task": ToyAdapter()._task(7, 8, "train")})  # no seed: the kept task stays
+    assert env.reset()[1]["task"]["prompt"] == "What is 3 + 4?"

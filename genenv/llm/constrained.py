@@ -2,7 +2,16 @@
 
 ``prefix_allowed_tokens_fn`` for ``model.generate`` that keeps every sequence of a batch inside its
 own JSON schema (insignificant whitespace between tokens stays allowed, so budget enough new
-tokens). lm-format-enforcer 0.11 imports ``PreTrainedTokenizerBase`` from
+tokens).
+
+What decoding keeps: the object's keys (its properties, the required ones), JSON types, ``enum``/``const``,
+string ``minLength``/``maxLength`` and ``pattern`` (not both on one string), array ``minItems``/``maxItems``. What it
+does not: numeric bounds (``minimum``, ``maximum``, their exclusive forms, ``multipleOf``; 0.11.3's parser reads none
+of them), and an ``integer`` may come out in exponent form (``0e+7233``). Every simulator output is therefore checked
+against the whole schema afterwards (:mod:`genenv.envs.task_schema`): that check is the guarantee, decoding only
+makes it likely to pass.
+
+lm-format-enforcer 0.11 imports ``PreTrainedTokenizerBase`` from
 ``transformers.tokenization_utils``, a module transformers 5 removed; it is aliased to the module
 that holds the class now before the integration is imported.
 """
