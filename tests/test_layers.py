@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "genenv"
 #: genenv's parts from the bottom up: a subpackage or a top-level module (``genenv`` is the package's public names,
 #: ``genenv/__init__.py``). A part imports only parts of its own layer or below.
 LAYERS: list[set[str]] = [
-    {"toolcalls", "machine", "run_lock", "reporting", "learning_curve", "checkpoints", "console"},
+    {"toolcalls", "machine", "run_lock", "reporting", "learning_curve", "checkpoints", "console", "significance"},
     {"llm"},
     {"benchmarks"},
     {"config", "envs"},
