@@ -1,7 +1,8 @@
 """The llama.cpp engine, run for real: GGUF exports of tiny random Llama and Qwen2 models whose llama.cpp logits and
 greedy tokens are HF's, weight sync after a LoRA update, the export cache, metadata from a shipped GGUF, seeds,
 schema-constrained rows that always validate, the simulator's rejections with reasons, the embedded SmolLM2 from its
-shipped GGUF, and the fallbacks when llama-cpp-python is missing or cannot serve."""
+shipped GGUF, and the fallbacks when llama-cpp-python is missing or cannot serve. llama.cpp is the opt-in ``llamacpp``
+extra (it compiles): where it is not installed, every test that needs it is skipped with the line that installs it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ from genenv.llm.engines.weights import merged_state_dict
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import Policy, build_tiny_policy
 
-INSTALL = "llama-cpp-python is not installed: pip install llama-cpp-python==0.3.36 (the llamacpp extra)"
+INSTALL = (
+    'llama-cpp-python is not installed; llama.cpp is an opt-in extra: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install '
+    '--no-cache-dir -e ".[llamacpp]" (compiles llama.cpp, about 6 minutes on 2 cores; docs/engines.md)'
+)
 PROMPTS = ["world", "b", "hello", "hello world", "a much longer prompt, with more bytes in it"]  # the 4th shares a
 # prefix with the 3rd: the engine keeps its KV cache
 TOY_SCHEMA = {
