@@ -199,7 +199,8 @@ def _bathroom_game(adapter: ALFWorldAdapter) -> str:
 def test_generated_task_round_trip(adapter):
     """Goal edit -> planner -> playable -> the planner's walkthrough wins through ToolEnv."""
     trial = _bathroom_game(adapter)
-    proposal = {"task_type": "pick_and_place_simple", "game": trial, "object": "Candle", "receptacle": "countertop"}
+    # lower case, as the family's schema states the types (the simulator's output is checked against it)
+    proposal = {"task_type": "pick_and_place_simple", "game": trial, "object": "candle", "receptacle": "countertop"}
     raw = json.dumps(proposal)
     result = to_proposal(adapter, "pick_and_place_simple", [], raw)
     assert result.task is not None, result.reject_reason
