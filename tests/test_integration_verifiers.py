@@ -135,6 +135,14 @@ def test_the_local_server_closes_the_streams_transformers_serve_leaves_open(tran
     assert len(closed) == len(plain) + 1
 
 
+def test_the_local_server_serves_local_folders_only(tmp_path):
+    from genenv.llm.local_server import model_folder
+
+    assert model_folder(str(tmp_path)) == tmp_path.resolve()
+    with pytest.raises(ValueError, match="model must be a local model folder or one of .*'smollm2'.*got 'org/name'"):
+        model_folder("org/name")  # a hub id: nothing is downloaded
+
+
 def test_verifiers_finds_genenvs_benchmarks_by_taskset_id(verifiers_python, tasks, tmp_path):
     """Each built-in benchmark's id, and ``genenv_verifiers`` for any, resolves in verifiers' loader to genenv's env and
     taskset, without importing genenv first; ``vf.load_environment`` builds the env of the split's tasks."""
