@@ -26,17 +26,15 @@ def module():
     return load_script("experiments/agent_learning/agent_learning.py")
 
 
-def _items(rise: float, spread: float, n: int = 153) -> tuple[list[float], list[float]]:
-    """A run of ``n`` items whose paired rises vary (so the bootstrap has a spread): before 0.5 on every item, after
-    0.5 + rise + the spread alternating in sign (a mean rise of exactly ``rise`` for even ``n``)."""
-    before = [0.5] * n
-    after = [0.5 + rise + (spread if i % 2 else -spread) for i in range(n)]
-    return before, after
+def _items(up: int, down: int, n: int = 160) -> tuple[list[float], list[float]]:
+    """A run of ``n`` items scored as the mean of 4 samples: before 0.5 on every item; after, ``up`` items a sample
+    higher, ``down`` a sample lower (so its items' rises vary and the bootstrap has a spread)."""
+    return [0.5] * n, [0.75] * up + [0.25] * down + [0.5] * (n - up - down)
 
 
-def _summary(module, tmp_path, rises: list[float], spread: float) -> dict:
-    for seed, rise in enumerate(rises):
-        before, after = _items(rise, spread, n=154)
+def _summary(module, tmp_path, moves: list[tuple[int, int]], items=_items) -> dict:
+    for seed, (up, down) in enumerate(moves):
+        before, after = items(up, down)
         run = {
             "seed": seed,
             "bench": "apibank",  # no reasoning-gym question merging: the verdict alone
@@ -60,24 +58,38 @@ def _summary(module, tmp_path, rises: list[float], spread: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("rises", "spread", "expected"),
+    ("moves", "expected"),
     [
-        ([0.08, 0.06, 0.07], 0.1, GOAL_MET),  # interval above 0, every seed rising, mean 0.07; seeds agree
-        ([0.03, 0.02, 0.025], 0.1, SHORT),  # the same, mean 0.025
-        ([0.01, -0.01, 0.0], 0.1, NULL),  # interval across 0, the seeds too
-        ([-0.08, -0.06, -0.07], 0.1, HARM),
-        ([0.10, 0.12, -0.01], 0.05, NOT_EVERY_SEED + SEEDS_DO_NOT_EXCLUDE),  # above 0 on average, one seed below
-        ([0.20, 0.01, 0.05], 0.1, GOAL_MET + SEEDS_DO_NOT_EXCLUDE),  # the seeds spread wider than the items resolve
-        ([0.01, 0.0105, 0.011], 0.6, NULL + SEEDS_EXCLUDE),  # the seeds agree, the items are noisy
+        ([(70, 20), (66, 20), (68, 20)], GOAL_MET),  # rises +0.078, +0.072, +0.075: interval above 0, seeds agree
+        ([(40, 20), (38, 20), (39, 20)], SHORT),  # +0.031, +0.028, +0.030
+        ([(30, 30), (31, 29), (29, 31)], NULL),  # 0, +0.003, -0.003: interval and seeds across 0
+        ([(20, 70), (20, 66), (20, 68)], HARM),
+        ([(60, 20), (64, 20), (20, 22)], NOT_EVERY_SEED + SEEDS_DO_NOT_EXCLUDE),  # one seed -0.003
+        ([(100, 20), (22, 20), (40, 20)], GOAL_MET + SEEDS_DO_NOT_EXCLUDE),  # +0.125, +0.003, +0.031: seeds spread
+        ([(80, 76), (81, 76), (80, 75)], NULL + SEEDS_EXCLUDE),  # +0.006 to +0.008: seeds agree, items noisy
     ],
 )
-def test_the_summary_verdict_on_each_branch(module, tmp_path, rises, spread, expected):
-    result = _summary(module, tmp_path, rises, spread)
+def test_the_summary_verdict_on_each_branch(module, tmp_path, moves, expected):
+    result = _summary(module, tmp_path, moves)
     interval = result["warm_start_to_final"]
-    assert interval["mean"] == pytest.approx(sum(rises) / 3)
+    assert interval["mean"] == pytest.approx(sum(0.25 * (u - d) / 160 for u, d in moves) / 3)
     assert interval["low"] < interval["mean"] < interval["high"]  # the items' spread gives the interval its width
+    assert interval["draws"] == "exact" and interval["low_mc_error"] == interval["high_mc_error"] == 0
     assert result["verdict"] == expected
     assert result["seed_level"]["t_interval"] == [result["between_seeds_t_interval"][k] for k in ("low", "high")]
+
+
+def test_scores_off_the_grid_are_bootstrapped_with_the_bounds_monte_carlo_error(module, tmp_path, monkeypatch):
+    monkeypatch.setattr(module, "DRAWS", 20_000)
+
+    def off_grid(up: int, down: int) -> tuple[list[float], list[float]]:
+        before, after = _items(up, down)
+        return before, [a + 1e-3 * (i % 7) for i, a in enumerate(after)]
+
+    result = _summary(module, tmp_path, [(70, 20), (66, 20), (68, 20)], items=off_grid)
+    interval = result["warm_start_to_final"]
+    assert interval["draws"] == 20_000 and 0 < interval["low_mc_error"] < 0.002
+    assert result["verdict"] == GOAL_MET
 
 
 def test_the_verdicts_boundaries(module):

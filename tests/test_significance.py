@@ -86,3 +86,18 @@ def test_stratified_means_weigh_each_stratum_equally_and_refuse_an_empty_one():
     assert np.allclose(means, 0.5)
     with pytest.raises(ValueError, match="strata"):
         significance.stratified_means([[1.0], []], 10)
+
+
+def test_the_exact_interval_is_the_limit_of_the_drawn_one():
+    two = significance.exact_interval([[0.0, 1.0]], 1)  # the mean of 2 draws: 0, 0.5, 1 with 1/4, 1/2, 1/4
+    assert (two["low"], two["high"], two["draws"], two["low_mc_error"]) == (0.0, 1.0, "exact", 0.0)
+    rng = np.random.default_rng(3)
+    strata = [rng.integers(-4, 5, size=60) / 4 for _ in range(3)]
+    exact = significance.exact_interval(strata, 240)
+    drawn = significance.percentile_interval(significance.stratified_means(strata, 400_000))
+    for bound in ("low", "high"):
+        assert abs(exact[bound] - drawn[bound]) <= max(3 * drawn[f"{bound}_mc_error"], 1 / 4 / 60 / 3)
+    shifted = [s + 1 / 240 for s in strata]  # on the finer grid the bounds move with the values
+    assert significance.exact_interval(shifted, 240)["low"] == pytest.approx(exact["low"] + 1 / 240)
+    assert significance.exact_interval([[0.001, 0.3]], 240) is None  # off the grid of 1/240
+    assert significance.exact_interval([[0.25, 0.5], [0.25]], 240) is None  # strata of other sizes

@@ -8,6 +8,8 @@
     python experiments/agent_learning/agent_learning.py summary NAME --output results/agent_learning/summary.json
     # two runs item by item: each one's movement by warm-start score, the difference of their rises with its interval
     python experiments/agent_learning/agent_learning.py compare NAME-s0 OTHER-s0
+    # what each seed's warm start is built from: its traces' tasks and its initial LoRA adapter, pair by pair
+    python experiments/agent_learning/agent_learning.py warm-inputs --model qwen05 --seeds 0 11 12 13
     # GRPO's agents against warm starts on more traces, same seeds and items: the verdict of its written criteria
     python experiments/agent_learning/agent_learning.py grpo-vs-sft --grpo qwen-n32 --sft qwen-n128 \
         --output results/agent_learning/grpo_vs_sft.json
@@ -140,17 +142,14 @@ def reasoning_gym_adapter(answer_format: str, held_out_per_level: int, families:
     )
 
 
-def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
-    """The adapter, the policy and its GRPO trainer, the warm start restored or computed. On reasoning-gym the
-    adapter holds ``args.families`` (default FAMILIES) and the warm start is always FAMILIES' (one warm start a seed
-    for every testbed)."""
+def fresh_trainer(args: argparse.Namespace, agent_settings: dict[str, Any]):
+    """The adapter, the policy and its GRPO trainer, the LoRA adapter freshly initialised: torch seeded with the run's
+    seed, then the trainer (TRL seeds it again with ``agent.seed``, the run's seed, before it adds the adapter). On
+    reasoning-gym the adapter holds ``args.families`` (default FAMILIES)."""
     import torch
 
     from genenv.agents.grpo import GRPOAgentConfig, GRPOAgentTrainer
-    from genenv.agents.rollout import shown_exchanges
-    from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
     from genenv.benchmarks.base import get_benchmark
-    from genenv.envs.expert import expert_conversation
     from genenv.llm.models import load_policy
 
     if args.bench == "reasoning_gym":
@@ -162,7 +161,29 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     torch.manual_seed(args.seed)
     policy = load_policy(args.model, device="cpu", seed=args.seed)
     config = GRPOAgentConfig(**{**agent_settings, "seed": args.seed, "output_dir": str(state_root() / "trl")})
-    trainer = GRPOAgentTrainer(policy, adapter, config)
+    return adapter, policy, GRPOAgentTrainer(policy, adapter, config)
+
+
+def warm_start_tasks(args: argparse.Namespace, adapter) -> tuple[Any, list[Task]]:
+    """The adapter of the warm start's traces (FAMILIES' on reasoning-gym when ``--families`` picks others) and the
+    tasks whose expert traces it trains on: the first ``--warm-start`` of its ``train`` split shuffled with the run's
+    seed (so a seed's smaller warm start trains on a prefix of its larger one's tasks)."""
+    warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level) if args.families else adapter
+    tasks = warm_adapter.load_tasks("train")
+    random.Random(args.seed).shuffle(tasks)
+    return warm_adapter, tasks[: args.warm_start]
+
+
+def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
+    """The adapter, the policy and its GRPO trainer, the warm start restored or computed. On reasoning-gym the
+    adapter holds ``args.families`` (default FAMILIES) and the warm start is always FAMILIES' (one warm start a seed
+    for every testbed)."""
+    from genenv.agents.grpo import GRPOAgentConfig
+    from genenv.agents.rollout import shown_exchanges
+    from genenv.agents.warm_start import WarmStartConfig, WarmStartTrainer
+    from genenv.envs.expert import expert_conversation
+
+    adapter, policy, trainer = fresh_trainer(args, agent_settings)
     lora_dropout = agent_settings.get("lora_dropout", GRPOAgentConfig.lora_dropout)
     lora = "-".join(
         str(agent_settings[k]) if k != "lora_target_modules" else str(len(agent_settings[k])) for k in LORA_KEYS
@@ -173,10 +194,8 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
     if (folder / "genenv_grpo.json").exists():
         trainer.load(folder)
     else:
-        warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level) if args.families else adapter
-        tasks = warm_adapter.load_tasks("train")
-        random.Random(args.seed).shuffle(tasks)
-        conversations = [c for c in (expert_conversation(warm_adapter, t) for t in tasks[: args.warm_start]) if c]
+        warm_adapter, tasks = warm_start_tasks(args, adapter)
+        conversations = [c for c in (expert_conversation(warm_adapter, t) for t in tasks) if c]
         sft = WarmStartTrainer(
             trainer.model,
             policy.tokenizer,
@@ -186,8 +205,52 @@ def build(args: argparse.Namespace, agent_settings: dict[str, Any]):
         )
         sft.train(conversations)
         trainer.save(folder)
-    trainer.anchor_reference()  # a KL term (agent.beta > 0) keeps GRPO near the warm start
+    trainer.anchor_reference()  # a KL term (agent.kl_coef > 0) keeps GRPO near the warm start
     return adapter, policy, trainer, folder
+
+
+def warm_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """What each seed's warm start is built from, without training it: the ``train`` tasks of its expert traces and
+    a fingerprint of its freshly initialised LoRA adapter (sha256 of every ``lora_A`` matrix's bytes, the sum of
+    their absolute values, whether every ``lora_B`` is 0); and for each pair of seeds the traces they share and
+    whether their initial adapters are the same."""
+    import gc
+    import hashlib
+
+    seeds: dict[int, dict[str, Any]] = {}
+    for seed in args.seeds:
+        one = argparse.Namespace(**{**vars(args), "seed": seed})
+        adapter, policy, trainer = fresh_trainer(one, settings_of(one, {}))
+        _, tasks = warm_start_tasks(one, adapter)
+        lora = [(n, p.detach()) for n, p in trainer.model.named_parameters() if "lora_" in n]
+        first = [p for n, p in lora if "lora_A" in n]
+        seeds[seed] = {
+            "traces": [t.task_id for t in tasks],
+            "lora_A_sha256": hashlib.sha256(b"".join(p.float().numpy().tobytes() for p in first)).hexdigest(),
+            "lora_A_abs_sum": float(sum(p.abs().sum() for p in first)),
+            "lora_A_matrices": len(first),
+            "lora_B_zero": all(bool((p == 0).all()) for n, p in lora if "lora_B" in n),
+        }
+        del adapter, policy, trainer, lora, first
+        gc.collect()
+    pairs = {
+        f"{a}-{b}": {
+            "shared_traces": len(set(seeds[a]["traces"]) & set(seeds[b]["traces"])),
+            "same_initial_adapter": seeds[a]["lora_A_sha256"] == seeds[b]["lora_A_sha256"],
+        }
+        for i, a in enumerate(seeds)
+        for b in list(seeds)[i + 1 :]
+    }
+    result = {"model": args.model, "warm_start": args.warm_start, "seeds": seeds, "pairs": pairs}
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(
+        json.dumps(
+            {"pairs": pairs, **{str(s): {k: v for k, v in r.items() if k != "traces"} for s, r in seeds.items()}}
+        )
+    )
+    return result
 
 
 def held_out(adapter, policy, trainer, args, temperature: float) -> list[float]:
@@ -593,20 +656,22 @@ def _group_stats(solved) -> dict[str, float]:
 
 
 def paired_interval(before: list[float], after: list[float], seed: int = 0) -> tuple[float, float, float]:
-    """Mean of ``after - before`` over items and its 95% bootstrap interval (items resampled, DRAWS draws)."""
+    """Mean of ``after - before`` over items and its 95% bootstrap interval (``bootstrap_interval``)."""
     interval = bootstrap_interval([(before, after)], seed=seed)
     return interval["mean"], interval["low"], interval["high"]
 
 
 def bootstrap_interval(runs: list[tuple[list[float], list[float]]], seed: int = 0) -> dict[str, float]:
     """The mean over ``runs`` (one a seed) of each one's mean paired rise ``after - before``, its 95% bootstrap
-    interval (items resampled within each run, the trained agents fixed; DRAWS draws) and each bound's Monte Carlo
-    error (``genenv.significance``)."""
-    from genenv.significance import percentile_interval, stratified_means
+    interval (items resampled within each run, the trained agents fixed) and each bound's Monte Carlo error
+    (``genenv.significance``): computed exactly where the scores lie on the grid of SCORE_GRID, else from DRAWS
+    draws seeded ``seed``."""
+    from genenv.significance import exact_interval, percentile_interval, stratified_means
 
     diffs = [[a - b for b, a in zip(before, after, strict=True)] for before, after in runs]
     mean = statistics.fmean(statistics.fmean(d) for d in diffs)
-    return {"mean": mean, **percentile_interval(stratified_means(diffs, DRAWS, seed))}
+    exact = exact_interval(diffs, SCORE_GRID)
+    return {"mean": mean, **(exact or percentile_interval(stratified_means(diffs, DRAWS, seed)))}
 
 
 def scoring(run: dict[str, Any]) -> str:
@@ -615,9 +680,12 @@ def scoring(run: dict[str, Any]) -> str:
     return "greedy" if run["eval"] == "greedy" else f"mean of 4 at T {temperature}"
 
 
-#: bootstrap draws of every interval here: enough that a bound's Monte Carlo error (about 1e-4 on 153 items) is a
-#: fifth of the reported digit's half-unit
-DRAWS = 200_000
+#: the grid of held-out scores: an item's score is the share of 1 or 4 episodes solved, or the mean of up to 5 copies
+#: of a question (``merged_copies``), so every score and rise is a whole multiple of 1/240, and the bootstrap's bounds
+#: are computed exactly (``genenv.significance.exact_interval``)
+SCORE_GRID = 240
+#: bootstrap draws of an interval whose scores are off that grid (each bound's Monte Carlo error is reported)
+DRAWS = 2_000_000
 
 
 def merged_copies(scores: list[float], questions: list[str]) -> list[float]:
@@ -889,6 +957,69 @@ def compare(args: argparse.Namespace) -> None:
     print(json.dumps(result, indent=1))
 
 
+def warm_scores(args: argparse.Namespace) -> dict[str, Any]:
+    """The warm starts of ``args.runs`` (run file stems) as their held-out scores before GRPO show them: each one's
+    solved samples in all and per family-level, the items on which two differ, and a test of whether they could be
+    one agent scored with different sampling seeds: Pearson's statistic of the items' solved samples across the warm
+    starts (each item's rate pooled), with its p by a parametric bootstrap (each item's samples redrawn at its pooled
+    rate, ``--draws`` times)."""
+    import numpy as np
+
+    runs = {stem: json.loads((args.runs_dir / f"{stem}.json").read_text()) for stem in args.runs}
+    if len(runs) < 2 or len({len(r["held_out_before"]) for r in runs.values()}) > 1:
+        raise SystemExit("warm-scores needs at least 2 runs scored on the same number of held-out items")
+    if {r["eval"] for r in runs.values()} != {"mean4"}:
+        raise SystemExit("warm-scores reads solved samples: the runs must be scored as the mean of 4 (--eval mean4)")
+    solved = np.array([[round(4 * x) for x in r["held_out_before"]] for r in runs.values()])  # (runs, items)
+    keys = held_out_keys(next(iter(runs.values())))
+
+    def pearson(counts: np.ndarray) -> np.ndarray:
+        """Per draw (leading axes), the sum over items of each item's Pearson statistic across the runs."""
+        rate = counts.mean(axis=-2, keepdims=True) / 4
+        spread = 4 * rate * (1 - rate)
+        terms = np.divide((counts - 4 * rate) ** 2, spread, out=np.zeros(counts.shape), where=spread > 0)
+        return terms.sum(axis=(-2, -1))
+
+    observed = float(pearson(solved))
+    rate = solved.mean(axis=0) / 4
+    rng = np.random.default_rng(0)
+    null = pearson(rng.binomial(4, rate, size=(args.draws, *solved.shape)))
+    names = list(runs)
+    result = {
+        "solved": {name: int(row.sum()) for name, row in zip(names, solved, strict=True)},
+        "per_family_level": {
+            key: {name: int(row[[i for i, k in enumerate(keys) if k == key]].sum()) for name, row in zip(names, solved)}
+            for key in dict.fromkeys(keys)
+        },
+        "items_that_differ": {
+            f"{a} {b}": int((solved[i] != solved[j]).sum())
+            for i, a in enumerate(names)
+            for j, b in enumerate(names)
+            if i < j
+        },
+        "one_agent_test": {
+            "pearson": observed,
+            "items_with_spread": int(((rate > 0) & (rate < 1)).sum()),
+            "p": float((null >= observed).mean()),
+            "draws": args.draws,
+        },
+    }
+    print(json.dumps(result, indent=1))
+    return result
+
+
+def held_out_keys(run: dict[str, Any]) -> list[str]:
+    """The family-level (``family@level``) of each held-out item of a reasoning-gym ``run``, in scoring order."""
+    from genenv.benchmarks.reasoning_gym import parse_family_entry
+
+    families = run.get("families") or FAMILIES
+    keys = [f"{name}@{level}" for name, levels in map(parse_family_entry, families) for level in levels]
+    per_level, rest = divmod(len(run["held_out_before"]), len(keys))
+    if rest:
+        raise ValueError(f"{len(run['held_out_before'])} held-out items are not a whole number per family and level")
+    return [key for key in keys for _ in range(per_level)]
+
+
 def report(args: argparse.Namespace) -> None:
     rows = [
         "| run | seed | settings | held-out scored | episodes | steps | before | after | rise [95% CI] | s/step "
@@ -971,6 +1102,15 @@ def main(argv: list[str] | None = None) -> None:
     pair.add_argument("run", help="a run file's stem, e.g. qwen-kl-lr1e-4-s0")
     pair.add_argument("reference", help="the run it is read against, e.g. qwen-t07-s0")
     pair.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
+    inputs = warm_start_measurement(
+        sub.add_parser("warm-inputs", help="each seed's warm-start traces and initial adapter, without training")
+    )
+    inputs.add_argument("--seeds", type=int, nargs="+", required=True)
+    inputs.add_argument("--out", type=Path, help="the result file (JSON)")
+    alike = sub.add_parser("warm-scores", help="warm starts by their held-out scores: could they be one agent?")
+    alike.add_argument("runs", nargs="+", help="run file stems, e.g. qwen-confirm-s11")
+    alike.add_argument("--draws", type=int, default=10_000, help="parametric bootstrap draws of the test")
+    alike.add_argument("--runs-dir", type=Path, default=RESULTS / "runs")
     versus = sub.add_parser("grpo-vs-sft", help="GRPO's agents against warm starts on more traces, item by item")
     versus.add_argument("--grpo", default="qwen-n32", help="the runs whose agents after GRPO are compared")
     versus.add_argument("--sft", default="qwen-n128", help="the runs whose warm starts (more traces) they meet")
@@ -985,6 +1125,8 @@ def main(argv: list[str] | None = None) -> None:
         "summary": summary,
         "compare": compare,
         "grpo-vs-sft": grpo_vs_sft,
+        "warm-inputs": warm_inputs,
+        "warm-scores": warm_scores,
     }
     commands[args.command](args)
 
