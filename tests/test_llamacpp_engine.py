@@ -343,13 +343,12 @@ def test_llamacpp_serves_explicit_generate_only_and_falls_back_with_reasons(monk
 
 
 def test_warns_when_threads_outnumber_the_idle_cores(monkeypatch, caplog):
-    def busy(threads: int, load: float) -> bool:
-        monkeypatch.setattr(hf.os, "getloadavg", lambda: (load, load, load))
+    def busy(threads: int, others: float) -> bool:
+        monkeypatch.setattr(hf, "cores_busy_by_others", lambda: others)
         monkeypatch.setattr(hf.os, "cpu_count", lambda: 2)
-        monkeypatch.setattr(hf, "_own_cpu_rate", lambda: 0.0)
         return warn_if_busy(threads)
 
     with caplog.at_level(logging.WARNING, logger="genenv.llm.engines.llamacpp"):
-        assert not busy(threads=1, load=3.0) and not busy(threads=2, load=0.2) and caplog.text == ""
-        assert busy(threads=2, load=1.5)
+        assert not busy(threads=1, others=2.0) and not busy(threads=2, others=0.2) and caplog.text == ""
+        assert busy(threads=2, others=1.5)
     assert "simulator.engine_threads" in caplog.text

@@ -1,9 +1,15 @@
-"""The peak memory and load that genenv records beside its timings (genenv.machine)."""
+"""The peak memory and load that genenv records beside its timings, and the cores other processes keep busy now
+(genenv.machine)."""
 
+import os
 import subprocess
 import sys
+import time
 
-from genenv.machine import load_average, peak_rss_mb
+import pytest
+
+from genenv import machine
+from genenv.machine import cores_busy_by_others, load_average, peak_rss_mb
 
 
 def test_peak_rss_of_this_process_and_of_a_child():
@@ -16,3 +22,45 @@ def test_peak_rss_of_this_process_and_of_a_child():
 def test_load_average_is_three_non_negative_numbers():
     load = load_average()
     assert len(load) == 3 and all(value >= 0 for value in load)
+
+
+def stat_line(busy: int, idle: int) -> str:
+    """A /proc/stat whose all-core line spent ``busy`` jiffies in user time and ``idle`` idle."""
+    return f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
+
+
+def test_cores_busy_by_others_leaves_out_this_process(monkeypatch):
+    """Over one second on 2 cores the system spent 150 of 200 jiffies busy (1.5 cores), 0.5 s of it this
+    process's own: other processes kept 1.0 core busy."""
+    stats = iter([stat_line(1000, 1000), stat_line(1150, 1050)])
+    times = iter([os.times_result((1.0, 0.0, 0.0, 0.0, 0.0)), os.times_result((1.5, 0.0, 0.0, 0.0, 0.0))])
+    clock = iter([10.0, 11.0])
+    monkeypatch.setattr(machine.Path, "read_text", lambda self: next(stats))
+    monkeypatch.setattr(machine.os, "times", lambda: next(times))
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(machine.time, "sleep", lambda seconds: None)
+    assert cores_busy_by_others(1.0) == pytest.approx(1.0)
+
+
+def test_cores_busy_by_others_without_proc_stat(monkeypatch):
+    def missing(self):
+        raise FileNotFoundError(self)
+
+    monkeypatch.setattr(machine.Path, "read_text", missing)
+    assert cores_busy_by_others(0.01) is None
+    with pytest.raises(ValueError, match="interval"):
+        cores_busy_by_others(0)
+
+
+def test_cores_busy_by_others_sees_a_spinning_child():
+    """A child spinning one core counts (with whatever else runs on a shared machine, it reads at least 0.5 core)."""
+    spin = "import time\nend = time.time() + 5\nwhile time.time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.5)
+        busy = cores_busy_by_others(1.0)
+    finally:
+        child.kill()
+        child.wait()
+    assert busy is not None and 0.5 <= busy <= (os.cpu_count() or 1)

@@ -17,38 +17,28 @@ import contextlib
 import functools
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from genenv.llm.generation import GenerateFn, SamplingConfig
 from genenv.llm.turn_cache import TurnCache
+from genenv.machine import cores_busy_by_others
 
 __all__ = ["HFEngine", "cores_held_by_others", "hf_generator", "trl_generator", "warn_if_contended"]
 
 logger = logging.getLogger(__name__)
 
 
-def _own_cpu_rate() -> float:
-    """Cores this process has kept busy on average since it started (0.0 where /proc is missing)."""
-    try:
-        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except OSError:
-        return 0.0
-    age = uptime - int(stat[19]) / os.sysconf("SC_CLK_TCK")
-    times = os.times()
-    return (times.user + times.system) / max(age, 1.0)
-
-
 def cores_held_by_others(threads: int) -> float | None:
-    """The cores other processes keep busy (their share of the 1-minute load average: this process's own average
-    use, at most ``threads``, subtracted) when they leave fewer idle than ``threads`` spinning threads need; ``None``
-    when enough are idle, for a single thread, or where the platform has no load average."""
-    if threads < 2 or not hasattr(os, "getloadavg"):
+    """The cores other processes keep busy now (:func:`~genenv.machine.cores_busy_by_others`: CPU time over a
+    fraction of a second, this process's own left out) when they leave fewer idle than ``threads`` spinning threads
+    need; ``None`` when enough are idle, for a single thread, or where the platform cannot tell."""
+    if threads < 2:
         return None
-    others = os.getloadavg()[0] - min(_own_cpu_rate(), threads)
+    others = cores_busy_by_others()
+    if others is None:
+        return None
     return others if (os.cpu_count() or 1) - others < threads - 0.5 else None
 
 
