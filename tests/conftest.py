@@ -34,6 +34,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+#: why the ALFWorld tests skip where its extra is missing, and the line that installs it
+ALFWORLD_MISSING = (
+    "ALFWorld is the opt-in alfworld extra (it compiles fast-downward and jericho): "
+    "GENENV_EXTRAS=alfworld bash scripts/setup.sh"
+)
+
+
 def data_dir(benchmark: str) -> Path:
     """The benchmark's data folder; skips the test when it is not on this machine."""
     path = DATA_ROOT / benchmark

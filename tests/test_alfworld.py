@@ -8,10 +8,10 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import data_dir
+from conftest import ALFWORLD_MISSING, data_dir
 
-pytest.importorskip("alfworld")
-pytest.importorskip("textworld")
+pytest.importorskip("alfworld", reason=ALFWORLD_MISSING)
+pytest.importorskip("textworld", reason=ALFWORLD_MISSING)
 
 from genenv.benchmarks.alfworld import ALFWorldAdapter  # noqa: E402
 from genenv.benchmarks.alfworld.games import (  # noqa: E402

@@ -2,7 +2,7 @@
 configured (each adapter's declared splits): by task id and by the task's text."""
 
 import pytest
-from conftest import data_dir
+from conftest import ALFWORLD_MISSING, data_dir
 from omegaconf import OmegaConf
 
 from genenv.benchmarks.base import get_benchmark
@@ -32,7 +32,7 @@ def test_base_split_is_disjoint_from_validation_and_evaluation(name):
         return
     assert base_split, f"{name} has no base_split"
     if name == "alfworld":
-        pytest.importorskip("alfworld")
+        pytest.importorskip("alfworld", reason=ALFWORLD_MISSING)
     options = OmegaConf.to_container(bench.get("options") or OmegaConf.create({}), resolve=False)
     if name == "bamboogle":
         options["search_model"] = "unused"  # no search runs here

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import data_dir
+from conftest import ALFWORLD_MISSING, data_dir
 
 from genenv.benchmarks.base import DataFileError, DataNotFoundError, get_benchmark
 
@@ -38,7 +38,7 @@ def test_a_truncated_data_file_is_named_with_the_setting_and_the_source(name, tm
     relpath, options, split = DAMAGED[name]
     source = data_dir(name)
     if name == "alfworld":
-        pytest.importorskip("alfworld")
+        pytest.importorskip("alfworld", reason=ALFWORLD_MISSING)
         relpath = str(next((source / "json_2.1.1" / "valid_seen").rglob("traj_data.json")).relative_to(source))
     _mirror(source, tmp_path / name, relpath)
     adapter = get_benchmark(name, data_dir=tmp_path / name, **options)
@@ -49,7 +49,7 @@ def test_a_truncated_data_file_is_named_with_the_setting_and_the_source(name, tm
 
 
 def test_alfworld_names_a_missing_game_file_and_the_setting(tmp_path):
-    pytest.importorskip("alfworld")
+    pytest.importorskip("alfworld", reason=ALFWORLD_MISSING)
     source = data_dir("alfworld")
     game = next((source / "json_2.1.1" / "valid_seen").rglob("game.tw-pddl")).relative_to(source)
     _mirror(source, tmp_path, str(game))
@@ -63,7 +63,7 @@ def test_alfworld_names_a_missing_game_file_and_the_setting(tmp_path):
 
 
 def test_alfworld_leaves_out_a_trial_of_another_task_type_as_alfworld_does(tmp_path):
-    pytest.importorskip("alfworld")
+    pytest.importorskip("alfworld", reason=ALFWORLD_MISSING)
     source = data_dir("alfworld")
     split = tmp_path / "json_2.1.1" / "valid_unseen"
     task_dir = min((source / "json_2.1.1" / "valid_unseen").iterdir())
