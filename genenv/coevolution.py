@@ -64,7 +64,8 @@ from genenv.checkpoints import METRICS_FILE, POOLS, WARM_START, Checkpoints, log
 from genenv.config import check_types
 from genenv.console import EPOCHS, epoch_line
 from genenv.curriculum import DifficultyFilter, FamilyStats, RWRConfig, RWRTrainer
-from genenv.curriculum.learnability import LearnabilityConfig, LearnabilitySource, pool_split
+from genenv.curriculum.config import CurriculumConfig
+from genenv.curriculum.learnability import LearnabilitySource, pool_split
 from genenv.curriculum.rwr import warn_rwr_off
 from genenv.curriculum.sources import (
     CURRICULA_WITHOUT_GENERATION,
@@ -78,7 +79,7 @@ from genenv.curriculum.sources import (
 from genenv.curriculum.success import BatchSuccess, output_rewards
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.evaluate import evaluate
-from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, OpenAIConfig, build_engine
+from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, OpenAIConfig, build_engine, resolve_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
 from genenv.machine import load_average, peak_rss_mb
@@ -89,172 +90,208 @@ from genenv.run_lock import RunLock, make_run_dir
 logger = logging.getLogger(__name__)
 
 VALIDATION_SEED = 12345  # picks the held-out subset: runs of different seeds score the same tasks
+#: values of ``validation_engine``
+VALIDATION_ENGINES = ("auto", "hf", "ctranslate2")
+#: held-out episodes played at once, per engine: CTranslate2 drops a batch's finished rows and gains from wide
+#: batches; HF ``generate`` pads every row to the batch's longest
+VALIDATION_BATCH = {"ctranslate2": 24, "hf": 8}
 Shared = TypeVar("Shared")
 
 
 @dataclass
+class ValidationConfig:
+    """The held-out tasks scored before training, after the warm start and after epochs.
+
+    Args:
+        split: the held-out benchmark split (``None``: the benchmark's ``validation_split``; no such split: none).
+        limit: tasks scored (a fixed subset of the split, the same for every ``seed``); ``0``: none (ZeRO-3:
+            validation generates on the main process, which sharded weights do not allow).
+        every: score them after every ``every``-th epoch (epochs ``n-1``, ``2n-1``, ...) and after the last; the score
+            before training and after the warm start is always taken. Other epochs' metrics have an empty
+            ``validation``.
+        samples: episodes played of each task; its score is their mean (1: one episode).
+        temperature: their sampling temperature (0: greedy, which needs ``samples=1``). The mean of several samples
+            at the rollouts' temperature sees a shift of probability that greedy scoring shows only when the top
+            answer flips.
+        engine: who plays them: ``"auto"``, CTranslate2 in float32 on a CPU where it is installed (its greedy text
+            equals HF ``generate``'s), else HF ``generate``; ``"ctranslate2"`` (float32; ``hf`` where it cannot run,
+            and the log says why); ``"hf"``: HF ``generate`` on the trained model.
+    """
+
+    split: str | None = None
+    limit: int = 72
+    every: int = 1
+    samples: int = 1
+    temperature: float = 0.0
+    engine: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_types(self, "validation")
+        for name in ("every", "samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"validation.{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("limit", "temperature"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"validation.{name} must be >= 0, got {getattr(self, name)}")
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError(
+                f"validation.samples={self.samples} at validation.temperature 0 plays the same greedy episode each "
+                "time: set a temperature above 0 or validation.samples=1"
+            )
+        if self.engine not in VALIDATION_ENGINES:
+            raise ValueError(f"validation.engine must be one of {', '.join(VALIDATION_ENGINES)}, got {self.engine!r}")
+
+
+@dataclass
+class SimulatorConfig:
+    """The environment policy: the model that writes tasks, and how it generates.
+
+    Args:
+        model: its model (``smollm2``, ``qwen05``, ``tiny`` or an HF path; ``None``: the agent's). Never the agent's
+            weights: the simulator is a copy of its own, trained by RWR.
+        batch_size: proposals per ``generate`` call.
+        max_new_tokens: generation limit of one proposal.
+        temperature: its sampling temperature.
+        engine: who generates (``hf``, ``ctranslate2``, ``vllm``, ``llamacpp``, ``auto``;
+            :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``, or on llama.cpp's grammar
+            with ``llamacpp``), or ``openai``: the server ``openai`` names writes the tasks (no local simulator
+            weights: a ``genenv`` curriculum conditions it on the agent's success but cannot update it, RWR is off,
+            and the trainer says so when it starts).
+        engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2's weights, or a llama.cpp export's).
+        engine_threads: CTranslate2's or llama.cpp's threads (``None``: torch's for CTranslate2, 1 for llama.cpp).
+        examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's training items;
+            ``"in_band"``, its own latest generations of the requested family whose tasks landed inside the band
+            (what RWR trains it toward, shown in context), topped up with training items while it has too few;
+            ``"scored"``, the training items, and in the request its latest
+            :data:`~genenv.curriculum.sources.SCORED_TASKS` tasks of the requested family that the agent played,
+            each with the share of the agent's attempts that solved it. The other curricula always show training
+            items only.
+        openai: the OpenAI-compatible server of ``engine="openai"``.
+    """
+
+    model: str | None = None
+    batch_size: int = 4
+    max_new_tokens: int = 256
+    temperature: float = 0.8
+    engine: str = "auto"
+    engine_compute_type: str = "int8"
+    engine_threads: int | None = None
+    examples: Literal["train", "in_band", "scored"] = "train"
+    openai: OpenAIConfig = field(default_factory=OpenAIConfig)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.openai, dict):
+            self.openai = OpenAIConfig(**self.openai)
+        check_types(self, "simulator")
+        for name in ("batch_size", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"simulator.{name} must be at least 1, got {getattr(self, name)}")
+        if self.temperature < 0:
+            raise ValueError(f"simulator.temperature must be >= 0, got {self.temperature}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine_compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
+        if self.engine_threads is not None and self.engine_threads < 1:
+            raise ValueError(f"simulator.engine_threads must be at least 1 or null, got {self.engine_threads}")
+
+    def build(self, policy: Any, alpha: float) -> Simulator:
+        """The task writer these settings describe, on ``policy`` (the simulator's model), quoting ``alpha``."""
+        return Simulator(
+            policy,
+            batch_size=self.batch_size,
+            sampling=SamplingConfig(self.max_new_tokens, self.temperature, 0.95),
+            alpha=alpha,
+            engine=self.engine,
+            engine_compute_type=self.engine_compute_type,
+            engine_threads=self.engine_threads,
+            openai=self.openai,
+        )
+
+
+@dataclass
 class GenEnvConfig:
-    """Settings of a co-evolution run.
+    """Settings of a co-evolution run, grouped by concept; every default here is the command line's too
+    (``python -m genenv.train +bench=NAME --cfg job`` prints them).
 
     Args:
         benchmark: registered benchmark name.
         data_dir: the benchmark's data folder (``None``: ``$GENENV_DATA_DIR/<benchmark>``).
         adapter_options: keyword arguments of the benchmark adapter (e.g. TravelPlanner's ``mode``).
         run_dir: where pools, checkpoints and ``metrics.jsonl`` live.
-        curriculum: ``"genenv"`` (the full method), ``"random"``, ``"static"`` or ``"offline"`` (the ablations), or
-            ``"learnability"`` (no simulator: the base split's tasks drawn by ``p (1 - p)`` of the agent's success).
+        agent_model: model of the agent policy (``smollm2``, ``qwen05``, ``tiny`` or an HF path).
         epochs: co-evolution epochs.
-        tasks_per_epoch: valid generated tasks the agent trains on per epoch.
-        generation_rounds: simulator batches tried per epoch to collect ``tasks_per_epoch`` valid tasks.
-        static_pool_size: tasks generated once, before training, for ``curriculum="static"`` or ``"offline"``
-            (``None``: the ``tasks_per_epoch * epochs`` a GenEnv run of the same length trains on, times
-            ``offline_multiplier`` for ``"offline"``); every epoch then trains on ``tasks_per_epoch`` of them.
-        offline_multiplier: how many times a GenEnv run's tasks the ``"offline"`` pool holds (the paper compares
-            GenEnv with an offline pool of 3.3x its data); written by the frozen simulator, or by another model
-            with ``simulator_model``.
+        tasks_per_epoch: fresh tasks the agent trains on per epoch.
         replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
-        base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data
+        base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data (and the
+            pool of ``curriculum.name="learnability"``); ``None``: none. Never a split evaluation or validation uses.
         base_limit: at most this many tasks of ``base_split``, evenly spread over it (``None``: all); for splits
-            whose expert traces are slow to make (ALFWorld replays every game)
-            (``None``: none). Never a split evaluation or validation uses.
-        validation_split: held-out benchmark split evaluated after each epoch (``None``: no validation).
-        validation_limit: validation tasks (a fixed subset of the split, the same for every ``seed``); ``0``: none,
-            as with no ``validation_split`` (ZeRO-3: validation generates on the main process, which sharded weights
-            do not allow).
-        validation_every: score the held-out tasks after every ``validation_every``-th epoch (epochs ``n-1``,
-            ``2n-1``, ...) and after the last; the held-out score before training and after the warm start is always
-            taken. Other epochs' metrics have an empty ``validation``.
-        validation_samples: episodes played of each held-out task; its score is their mean (1: one episode).
-        validation_temperature: the held-out episodes' sampling temperature (0: greedy, which needs
-            ``validation_samples=1``). The mean of several samples at the rollouts' temperature sees a shift of
-            probability that greedy scoring shows only when the top answer flips.
-        alpha: target success rate of the alpha-curriculum reward.
-        beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
-        band_k: half-width of the difficulty band; batches outside it skip the simulator update.
-        lam: lambda of the RWR weights ``exp(lambda R_env)``.
-        stats_window: episodes per family in the success statistics shown to the simulator.
-        agent_model: model of the agent policy (``smollm2``, ``tiny`` or an HF path).
-        simulator_model: model of the simulator policy (unused with ``simulator_engine="openai"``).
-        simulator_batch_size: proposals per simulator ``generate`` call.
-        simulator_max_new_tokens: generation limit of one proposal.
-        simulator_temperature: sampling temperature of the simulator.
-        simulator_engine: who generates the simulator's tasks (``hf``, ``ctranslate2``, ``vllm``, ``llamacpp``,
-            ``auto``; :class:`~genenv.envs.simulator.Simulator`: constrained calls run on ``hf``, or on llama.cpp's
-            grammar with ``llamacpp``), or ``openai``: the server
-            ``simulator_openai`` names writes them (no local simulator weights: a ``genenv`` curriculum conditions it
-            on the agent's success but cannot update it, RWR is off, and the trainer says so when it starts).
-        simulator_engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2's weights, or a llama.cpp
-            export's).
-        simulator_engine_threads: CTranslate2's or llama.cpp's threads (``None``: torch's for CTranslate2, 1 for
-            llama.cpp).
-        simulator_openai: the OpenAI-compatible server of ``simulator_engine="openai"``.
-        simulator_examples: the worked examples in a GenEnv simulator's prompt: ``"train"``, the benchmark's
-            training items; ``"in_band"``, its own latest generations of the requested family whose tasks landed
-            inside the band (what RWR trains it toward, shown in context), topped up with training items while it
-            has too few; ``"scored"``, the training items, and in the request its latest
-            :data:`~genenv.curriculum.sources.SCORED_TASKS` tasks of the requested family that the agent played, each
-            with the share of the agent's attempts that solved it (per-task feedback: the success per family cannot
-            tell which tasks inside a family are on target). The other curricula always show training items only.
-        agent: GRPO settings of the agent update.
-        warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
-            into later epochs (``warm_start.mix_per_epoch``).
-        rwr: RWR settings of the simulator update.
-        learnability: settings of ``curriculum="learnability"``
-            (:class:`~genenv.curriculum.learnability.LearnabilityConfig`; a mapping of them is converted).
+            whose expert traces are slow to make (ALFWorld replays every game).
         seed: seeds task sampling, generation and both trainers.
         report_to: mirror each epoch's metrics to ``"tensorboard"`` and/or ``"wandb"`` (``metrics.jsonl`` is
             always written).
+        curriculum: where fresh tasks come from and what GenEnv aims at
+            (:class:`~genenv.curriculum.config.CurriculumConfig`).
+        validation: the held-out scoring (:class:`ValidationConfig`).
+        simulator: the environment policy (:class:`SimulatorConfig`).
+        agent: GRPO settings of the agent update (:class:`~genenv.agents.grpo.GRPOAgentConfig`).
+        warm_start: supervised warm start on D_train's expert traces before epoch 0, and expert traces mixed
+            into later epochs (:class:`~genenv.agents.warm_start.WarmStartConfig`).
+        rwr: the simulator's update (:class:`~genenv.curriculum.rwr.RWRConfig`).
     """
 
-    benchmark: str = "apibank"
+    benchmark: str = "reasoning_gym"
     data_dir: str | None = None
     adapter_options: dict[str, Any] = field(default_factory=dict)
     run_dir: str = "runs/train"
-    curriculum: Literal["genenv", "random", "static", "offline", "learnability"] = "genenv"
+    agent_model: str = "smollm2"
     epochs: int = 2
-    tasks_per_epoch: int = 2
-    generation_rounds: int = 2
-    static_pool_size: int | None = None
-    offline_multiplier: float = 3.3
+    tasks_per_epoch: int = 8
     replay_tasks: int = 0
     base_split: str | None = None
     base_limit: int | None = None
-    validation_split: str | None = None
-    validation_limit: int = 8
-    validation_every: int = 1
-    validation_samples: int = 1
-    validation_temperature: float = 0.0
-    alpha: float = 0.5
-    beta: float = 10.0
-    band_k: float = 0.4
-    lam: float = 1.0
-    stats_window: int = 64
-    agent_model: str = "smollm2"
-    simulator_model: str = "smollm2"
-    simulator_batch_size: int = 4
-    simulator_max_new_tokens: int = 256
-    simulator_temperature: float = 0.8
-    simulator_engine: str = "auto"
-    simulator_engine_compute_type: str = "int8"
-    simulator_engine_threads: int | None = None
-    simulator_examples: str = "train"
-    simulator_openai: OpenAIConfig = field(default_factory=OpenAIConfig)
+    seed: int = 0
+    report_to: list[str] = field(default_factory=list)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
     agent: GRPOAgentConfig = field(default_factory=GRPOAgentConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     rwr: RWRConfig = field(default_factory=RWRConfig)
-    learnability: LearnabilityConfig = field(default_factory=LearnabilityConfig)
-    seed: int = 0
-    report_to: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.learnability = LearnabilityConfig.of(self.learnability)
+        for name, kind in self.groups().items():
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                setattr(self, name, kind(**value))
         check_types(self, "coevolution")
-        for name in ("epochs", "tasks_per_epoch", "generation_rounds", "simulator_batch_size",
-                     "simulator_max_new_tokens", "validation_every", "validation_samples", "stats_window"):  # fmt: skip
+        for name in ("epochs", "tasks_per_epoch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"coevolution.{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("replay_tasks", "validation_limit", "validation_temperature", "beta", "band_k", "lam",
-                     "simulator_temperature"):  # fmt: skip
-            if getattr(self, name) < 0:
-                raise ValueError(f"coevolution.{name} must be >= 0, got {getattr(self, name)}")
-        if self.validation_samples > 1 and self.validation_temperature == 0:
-            raise ValueError(
-                f"coevolution.validation_samples={self.validation_samples} at validation_temperature 0 plays the "
-                "same greedy episode each time: set a temperature above 0 or validation_samples=1"
-            )
+        if self.replay_tasks < 0:
+            raise ValueError(f"coevolution.replay_tasks must be >= 0, got {self.replay_tasks}")
         if self.base_limit is not None and self.base_limit < 1:
             raise ValueError(f"coevolution.base_limit must be at least 1 or null, got {self.base_limit}")
-        if self.static_pool_size is not None and self.static_pool_size < 1:
-            raise ValueError(f"coevolution.static_pool_size must be at least 1 or null, got {self.static_pool_size}")
-        if self.offline_multiplier <= 0:
-            raise ValueError(f"coevolution.offline_multiplier must be > 0, got {self.offline_multiplier}")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"coevolution.alpha must lie in [0, 1], got {self.alpha}")
-        if self.simulator_engine not in ENGINES:
-            raise ValueError(f"simulator.engine must be one of {', '.join(ENGINES)}, got {self.simulator_engine!r}")
-        if self.simulator_engine_compute_type not in COMPUTE_TYPES:
-            raise ValueError(f"simulator.engine_compute_type must be one of {', '.join(COMPUTE_TYPES)}")
-        threads = self.simulator_engine_threads
-        if threads is not None and threads < 1:
-            raise ValueError(f"simulator.engine_threads must be at least 1 or null, got {threads}")
-        if self.simulator_examples not in ("train", "in_band", "scored"):
-            raise ValueError(f"simulator.examples must be train, in_band or scored, got {self.simulator_examples!r}")
+
+    @staticmethod
+    def groups() -> dict[str, type]:
+        """The grouped settings: field name -> its dataclass."""
+        return {
+            "curriculum": CurriculumConfig,
+            "validation": ValidationConfig,
+            "simulator": SimulatorConfig,
+            "agent": GRPOAgentConfig,
+            "warm_start": WarmStartConfig,
+            "rwr": RWRConfig,
+        }
+
+    @property
+    def simulator_model(self) -> str:
+        """The simulator's model: its own setting, or the agent's."""
+        return self.simulator.model or self.agent_model
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    def simulator(self, policy: Any) -> Simulator:
-        """The task writer these settings describe, on ``policy`` (the simulator's model)."""
-        return Simulator(
-            policy,
-            batch_size=self.simulator_batch_size,
-            sampling=SamplingConfig(self.simulator_max_new_tokens, self.simulator_temperature, 0.95),
-            alpha=self.alpha,
-            engine=self.simulator_engine,
-            engine_compute_type=self.simulator_engine_compute_type,
-            engine_threads=self.simulator_engine_threads,
-            openai=self.simulator_openai,
-        )
 
 
 def held_out_tasks(adapter: BenchmarkAdapter, split: str, limit: int | None) -> list[Task]:
@@ -288,23 +325,23 @@ class CoEvolutionTrainer:
         self.adapter: BenchmarkAdapter = get_benchmark(
             config.benchmark, data_dir=config.data_dir, **config.adapter_options
         )
-        for key in ("base_split", "validation_split"):
-            split = getattr(config, key)
+        for key, split in (
+            ("coevolution.base_split", config.base_split),
+            ("validation.split", config.validation.split),
+        ):
             if split is not None and split not in self.adapter.splits:
-                raise ValueError(
-                    f"coevolution.{key}={split!r}: {config.benchmark} has the splits {', '.join(self.adapter.splits)}"
-                )
-        without_simulator = config.curriculum in CURRICULA_WITHOUT_GENERATION
-        if config.curriculum in WRITTEN_CURRICULA and (missing := missing_generation_methods(self.adapter)):
+                raise ValueError(f"{key}={split!r}: {config.benchmark} has the splits {', '.join(self.adapter.splits)}")
+        without_simulator = config.curriculum.name in CURRICULA_WITHOUT_GENERATION
+        if config.curriculum.name in WRITTEN_CURRICULA and (missing := missing_generation_methods(self.adapter)):
             raise ValueError(
-                f"curriculum={config.curriculum} trains on simulator-written tasks, but the {config.benchmark} adapter "
-                f"({type(self.adapter).__name__}) does not implement {', '.join(missing)}; without them it trains "
-                f"with curriculum={' or curriculum='.join(CURRICULA_WITHOUT_GENERATION)} (its base split's tasks)"
+                f"curriculum={config.curriculum.name} trains on simulator-written tasks, but the {config.benchmark} "
+                f"adapter ({type(self.adapter).__name__}) does not implement {', '.join(missing)}; without them it "
+                f"trains with curriculum={' or curriculum='.join(CURRICULA_WITHOUT_GENERATION)} (its base split)"
             )
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
-        self.stats = FamilyStats(window=config.stats_window)
-        self.band = DifficultyFilter(alpha=config.alpha, k=config.band_k)
+        self.stats = FamilyStats(window=config.curriculum.stats_window)
+        self.band = DifficultyFilter(alpha=config.curriculum.alpha, k=config.curriculum.band_k)
 
         self.agent_policy = load_policy(config.agent_model, device=device, seed=config.seed)
         agent_config = GRPOAgentConfig(**{**asdict(config.agent), "output_dir": str(self.run_dir / "trl")})
@@ -320,14 +357,16 @@ class CoEvolutionTrainer:
         self.validation_tasks: list[Task] = []
         self._validation_engine: Engine | None = None
         if self.is_main:
-            if config.simulator_engine != "openai" and not without_simulator:  # an endpoint has no local weights
+            if config.simulator.engine != "openai" and not without_simulator:  # an endpoint has no local weights
                 self.simulator_policy = load_policy(config.simulator_model, device=device, seed=config.seed + 1)
-            if config.curriculum == "genenv" and self.simulator_policy is None:
-                server = config.simulator_openai
+            if config.curriculum.name == "genenv" and self.simulator_policy is None:
+                server = config.simulator.openai
                 warn_rwr_off(f"the endpoint {server.base_url} (model {server.model})")
-            elif config.curriculum == "genenv":
+            elif config.curriculum.name == "genenv":
                 self.simulator_trainer = RWRTrainer(self.simulator_policy, config.rwr)
-            self.simulator = None if without_simulator else config.simulator(self.simulator_policy)
+            self.simulator = (
+                None if without_simulator else config.simulator.build(self.simulator_policy, config.curriculum.alpha)
+            )
             self.traces = TracePool(self.run_dir / POOLS)
             self.tasks = TaskPool(self.run_dir / POOLS)
             self.validation_tasks = self._validation_tasks()
@@ -353,33 +392,33 @@ class CoEvolutionTrainer:
     def _task_source(self) -> TaskSource:
         """Where this curriculum's fresh tasks come from (:mod:`genenv.curriculum.sources`)."""
         config = self.config
-        if config.curriculum == "learnability":  # the base split's tasks (never the held-out ones), no simulator
+        if config.curriculum.name == "learnability":  # the base split's tasks (never the held-out ones), no simulator
             split = pool_split(self.adapter, config.base_split)
-            tasks = base_tasks(self.adapter, split, None, self.validation_tasks, config.validation_split)
-            return LearnabilitySource(tasks, config.learnability)
-        if config.curriculum in ("static", "offline"):  # one pool written before training; same budget per epoch
+            tasks = base_tasks(self.adapter, split, None, self.validation_tasks, config.validation.split)
+            return LearnabilitySource(tasks, config.curriculum.learnability)
+        if config.curriculum.name in ("static", "offline"):  # one pool written before training; same budget per epoch
             return WrittenOnce(
                 self.adapter,
                 self.tasks,
                 self.run_dir / POOLS,
                 size=self.pool_size(),
                 seed=config.seed,
-                generation_rounds=config.generation_rounds,
+                generation_rounds=config.curriculum.generation_rounds,
             )
         return WrittenEachEpoch(
             self.adapter,
             self.tasks,
-            generation_rounds=config.generation_rounds,
-            conditioned=config.curriculum == "genenv",
-            examples=config.simulator_examples,
+            generation_rounds=config.curriculum.generation_rounds,
+            conditioned=config.curriculum.name == "genenv",
+            examples=config.simulator.examples,
         )
 
     def pool_size(self) -> int:
         """The tasks a ``static`` or ``offline`` curriculum generates before training."""
-        if self.config.static_pool_size is not None:
-            return self.config.static_pool_size
+        if self.config.curriculum.static_pool_size is not None:
+            return self.config.curriculum.static_pool_size
         trained_on = self.config.tasks_per_epoch * self.config.epochs
-        multiplier = self.config.offline_multiplier if self.config.curriculum == "offline" else 1.0
+        multiplier = self.config.curriculum.offline_multiplier if self.config.curriculum.name == "offline" else 1.0
         return math.ceil(multiplier * trained_on)
 
     # -- the loop ---------------------------------------------------------------------------
@@ -433,7 +472,7 @@ class CoEvolutionTrainer:
         success = BatchSuccess.of(attempts, self.adapter.family)
         for family, rewards in success.per_family.items():
             self.stats.update(family, rewards)
-        task_r_env = success.r_env(self.config.alpha, self.config.beta)
+        task_r_env = success.r_env(self.config.curriculum.alpha, self.config.curriculum.beta)
         if not self.is_main:
             self._checkpoint(epoch, {})  # the agent's weights are saved by every process
             return self._from_main(None)
@@ -445,7 +484,7 @@ class CoEvolutionTrainer:
             simulator_metrics = self._update_simulator(epoch) if self.simulator_trainer is not None else {}
         with _timed(stages, "validation"):
             last = epoch == self.config.epochs - 1
-            validation = self._validate() if last or (epoch + 1) % self.config.validation_every == 0 else {}
+            validation = self._validate() if last or (epoch + 1) % self.config.validation.every == 0 else {}
 
         # 5. the traces join D_train and the outputs D_env: a checkpoint, the metrics line, then both pools commit
         if episodes:
@@ -453,7 +492,7 @@ class CoEvolutionTrainer:
         metrics = {
             **before,
             "epoch": epoch,
-            "curriculum": self.config.curriculum,
+            "curriculum": self.config.curriculum.name,
             "seed": self.config.seed,
             "p_hat": success.p_hat,
             "p_hat_per_family": {family: float(np.mean(r)) for family, r in sorted(success.per_family.items())},
@@ -539,7 +578,12 @@ class CoEvolutionTrainer:
         task_ids = [p.task.task_id if p.task is not None else None for p in proposals]
         config = self.config
         rewards = output_rewards(
-            task_ids, success, alpha=config.alpha, beta=config.beta, band=self.band, lam=config.lam
+            task_ids,
+            success,
+            alpha=config.curriculum.alpha,
+            beta=config.curriculum.beta,
+            band=self.band,
+            lam=config.curriculum.lam,
         )
         records = self.tasks.add_proposals(
             proposals,
@@ -599,7 +643,7 @@ class CoEvolutionTrainer:
         if not conversations:
             return out
         out["warm_start"] = self.expert_trainer.train(conversations)
-        self.agent_trainer.anchor_reference()  # a KL term (agent.beta > 0) keeps GRPO near the warm-started agent
+        self.agent_trainer.anchor_reference()  # a KL term (agent.kl_coef > 0) keeps GRPO near the warm-started agent
         if self.is_main:
             out["validation_warm_start"] = self._validate()
             logger.info("warm start: %s", json.dumps(out["warm_start"]))
@@ -644,52 +688,55 @@ class CoEvolutionTrainer:
                 "after the restored warm start" if self._warm_started is not None else "from the beginning",
             )
         if split := self.config.base_split:
-            held_out = (self.validation_tasks, self.config.validation_split)
+            held_out = (self.validation_tasks, self.config.validation.split)
             tasks = base_tasks(self.adapter, split, self.config.base_limit, *held_out)
             self.traces.append([expert_record(self.adapter, t, "base") for t in tasks], 0)
 
     # -- evaluation ---------------------------------------------------------------------------
     def _validation_tasks(self) -> list[Task]:
-        if not self.config.validation_split or self.config.validation_limit == 0:
+        if not self.config.validation.split or self.config.validation.limit == 0:
             return []
-        return held_out_tasks(self.adapter, self.config.validation_split, self.config.validation_limit)
+        return held_out_tasks(self.adapter, self.config.validation.split, self.config.validation.limit)
 
     def _validate(self) -> dict[str, Any]:
         """The agent's score on the fixed held-out tasks (greedy, or the mean of ``validation_samples`` episodes at
         ``validation_temperature``), scored by the adapter's ``reporting_adapter`` (API-Bank: official scoring even
-        where training reads text leniently): its metrics and every task's score (in task order, so stages of a run
-        can be compared task by task)."""
+        where training reads text leniently): its metrics, the engine that played them and every task's score (in
+        task order, so stages of a run can be compared task by task)."""
         if not self.validation_tasks:
             return {}
-        k = self.config.validation_samples
+        k = self.config.validation.samples
+        engine = self._validation_engine_for_agent()
         agent = Agent(
             self.agent_policy,
-            SamplingConfig(self.config.agent.max_new_tokens, self.config.validation_temperature),
+            SamplingConfig(self.config.agent.max_new_tokens, self.config.validation.temperature),
             few_shot=self.config.agent.few_shot,
-            engine=self._validation_engine_for_agent(),
+            engine=engine,
         )
         summary, episodes = evaluate(
             self.adapter.reporting_adapter(),
             agent,
             [task for task in self.validation_tasks for _ in range(k)],
-            batch_size=8,
+            batch_size=VALIDATION_BATCH[engine.name],
             max_turns=self.config.agent.max_turns,
             seed=self.config.seed,
         )
         scores = [float(e.info.get("score", e.reward)) for e in episodes]
         task_scores = [sum(scores[i : i + k]) / k for i in range(0, len(scores), k)]
-        return {**summary["metrics"], "samples": k, "task_scores": task_scores}
+        return {**summary["metrics"], "samples": k, "engine": engine_label(engine), "task_scores": task_scores}
 
     def _validation_engine_for_agent(self) -> Engine:
-        """The agent's engine, in float32 when it is CTranslate2: greedy validation text then equals HF's (and
-        ``genenv.evaluate``'s), whatever precision the rollouts use."""
+        """The engine of ``validation_engine``, built once: CTranslate2 always in float32, whose greedy text equals
+        HF's (and ``genenv.evaluate``'s) whatever precision the rollouts use; the rollouts' own engine where it is
+        that one already."""
         if self._validation_engine is None:
             trainer = self.agent_trainer
-            self._validation_engine = trainer.engine
-            if trainer.engine_name == "ctranslate2" and self.config.agent.engine_compute_type != "float32":
-                self._validation_engine = build_engine(
-                    "ctranslate2", replace(self.agent_policy, model=trainer.model), compute_type="float32"
-                )
+            name, _ = resolve_engine(self.config.validation.engine, device=trainer.model.device, purpose="generate")
+            if name == trainer.engine.name and engine_label(trainer.engine) in ("hf", "ctranslate2 float32"):
+                self._validation_engine = trainer.engine
+            else:
+                policy = replace(self.agent_policy, model=trainer.model)
+                self._validation_engine = build_engine(name, policy, compute_type="float32")
         return self._validation_engine
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -737,6 +784,11 @@ class CoEvolutionTrainer:
         self.resumed_from = chosen
         logger.info("resumed from %s; continuing at epoch %d", chosen, epoch + 1)
         return epoch + 1
+
+
+def engine_label(engine: Engine) -> str:
+    """The engine's name, with its precision where it has one (``"ctranslate2 float32"``)."""
+    return f"{engine.name} {getattr(engine, 'compute_type', '')}".strip()
 
 
 @contextmanager

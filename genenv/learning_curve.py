@@ -79,7 +79,7 @@ def format_curve(points: list[CurvePoint]) -> str:
     """The curve as text, one stage a line, then the rise from the first stage to the last and, when the run had a
     warm start, from it to the last (what the co-evolution epochs added to the supervised start)."""
     if not points:
-        return "no held-out scores (set coevolution.validation_split and a validation_limit of at least 1)"
+        return "no held-out scores (set validation.split and a validation.limit of at least 1)"
     n = len(points[0].task_scores)
     lines = [f"held-out score on {n} tasks (95% bootstrap interval over tasks):"]
     lines += [f"  {p.stage:<11} {p.score:.3f}  [{p.low:.3f}, {p.high:.3f}]" for p in points]

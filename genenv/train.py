@@ -10,53 +10,70 @@ TRL's per-step log dicts included, goes to ``RUN_DIR/train.log``.
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from genenv.agents.grpo import GRPOAgentConfig
-from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import BenchmarkAdapter, get_benchmark
 from genenv.checkpoints import read_metrics
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
 from genenv.config import CONFIG_DIR, adapter_data_dir, adapter_options, episode_turns, require_bench
 from genenv.console import RunDisplay, quiet_console
-from genenv.curriculum import RWRConfig
 from genenv.learning_curve import format_curve, held_out_curve
-from genenv.llm.engines import OpenAIConfig
 from genenv.llm.models import Policy, load_policy
 from genenv.plot import plot_learning_curve
 
 logger = logging.getLogger(__name__)
 
 
+#: GenEnvConfig's settings of the loop itself, under ``coevolution`` in the Hydra config
+LOOP = ("epochs", "tasks_per_epoch", "replay_tasks", "base_split", "base_limit", "seed", "report_to")
+#: fields the entry point sets itself, never settings: the trainer writes TRL's output into the run folder
+NOT_SETTINGS = {"agent": ("output_dir",)}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with tuples as lists (what a Hydra node holds)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return [_plain(item) for item in value] if isinstance(value, (list, tuple)) else value
+
+
+def train_defaults() -> dict[str, Any]:
+    """The defaults of ``python -m genenv.train``: GenEnvConfig's own, its loop's settings under ``coevolution`` and
+    each group of settings under its name (``genenv/configs/config.yaml`` starts from them: one default per
+    setting)."""
+    defaults = _plain(asdict(GenEnvConfig()))
+    node = {"coevolution": {key: defaults[key] for key in LOOP}}
+    for name in GenEnvConfig.groups():
+        node[name] = {key: value for key, value in defaults[name].items() if key not in NOT_SETTINGS.get(name, ())}
+    return node
+
+
+ConfigStore.instance().store(name="genenv_train", node=train_defaults())
+
+
 def genenv_config(cfg: DictConfig) -> GenEnvConfig:
     """The :class:`GenEnvConfig` a composed Hydra config describes."""
     bench = require_bench(cfg)
     data_dir = adapter_data_dir(cfg)
-    settings: dict[str, Any] = OmegaConf.to_container(cfg.coevolution, resolve=True)
-    agent: dict[str, Any] = OmegaConf.to_container(cfg.agent, resolve=True)
-    agent["max_turns"] = episode_turns(cfg, agent.get("max_turns"))
+    groups: dict[str, dict[str, Any]] = {
+        name: OmegaConf.to_container(cfg[name], resolve=True) for name in GenEnvConfig.groups()
+    }
+    groups["agent"]["max_turns"] = episode_turns(cfg, groups["agent"].get("max_turns"))
+    groups["validation"]["split"] = groups["validation"]["split"] or bench.get("validation_split")
     return GenEnvConfig(
         benchmark=bench.name,
         data_dir=str(data_dir) if data_dir else None,
         adapter_options=adapter_options(cfg),
         run_dir=str(cfg.run_dir),
-        curriculum=cfg.curriculum.name,
         agent_model=cfg.model.name,
-        simulator_model=cfg.get("simulator_model") or cfg.model.name,
-        simulator_engine=cfg.simulator.engine,
-        simulator_engine_compute_type=cfg.simulator.engine_compute_type,
-        simulator_engine_threads=cfg.simulator.engine_threads,
-        simulator_examples=cfg.simulator.examples,
-        simulator_openai=OpenAIConfig(**OmegaConf.to_container(cfg.simulator.openai, resolve=True)),
-        validation_split=settings.pop("validation_split", None) or bench.get("validation_split"),
-        agent=GRPOAgentConfig(**agent),
-        warm_start=WarmStartConfig(**OmegaConf.to_container(cfg.warm_start, resolve=True)),
-        rwr=RWRConfig(**OmegaConf.to_container(cfg.rwr, resolve=True)),
-        **settings,
+        **OmegaConf.to_container(cfg.coevolution, resolve=True),
+        **groups,
     )
 
 

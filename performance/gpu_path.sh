@@ -46,9 +46,9 @@ qwen_epoch() {  # TAG [OVERRIDE ...]: one co-evolution epoch of the Qwen-shaped 
   shift
   SECONDS=0
   timeout ${QWEN_TIMEOUT:-300} $PY -m genenv.train +bench=reasoning_gym model.name=/tmp/qwen-shape model.few_shot=own coevolution.epochs=1 \
-    coevolution.tasks_per_epoch=32 coevolution.simulator_batch_size=16 coevolution.simulator_max_new_tokens=64 \
+    coevolution.tasks_per_epoch=32 simulator.batch_size=16 simulator.max_new_tokens=64 \
     "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]" bench.options.validation_per_level=14 \
-    coevolution.validation_limit=42 coevolution.replay_tasks=32 agent.num_generations=8 agent.temperature=0.6 \
+    validation.limit=42 coevolution.replay_tasks=32 agent.num_generations=8 agent.temperature=0.6 \
     agent.max_new_tokens=32 agent.max_turns=1 agent.skip_zero_advantage=false warm_start.max_examples=16 \
     agent.disable_tqdm=true "$@" run_dir="$OUT/$tag" > "$OUT/$tag.log" 2>&1
   echo "$tag: exit $? in ${SECONDS}s" | tee -a "$OUT/$tag.log"

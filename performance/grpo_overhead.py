@@ -66,7 +66,7 @@ def bare_trl_step_seconds(model: str, prompts: list[str], steps: int) -> float:
         gradient_accumulation_steps=AGENT.gradient_accumulation_steps,
         num_generations=AGENT.num_generations,
         learning_rate=AGENT.learning_rate,
-        beta=AGENT.beta,
+        beta=AGENT.kl_coef,
         temperature=AGENT.temperature,
         max_completion_length=AGENT.max_new_tokens,
         max_steps=steps + 1,

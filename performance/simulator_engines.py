@@ -2,7 +2,7 @@
 
     # every condition, back to back, each in its own process: engines x threads, quiet and beside one busy core
     python performance/simulator_engines.py matrix --batches 2 --output results/performance/simulator_engines.json \\
-        -- +bench=reasoning_gym model=qwen05 coevolution.simulator_batch_size=16 coevolution.simulator_max_new_tokens=64
+        -- +bench=reasoning_gym model=qwen05 simulator.batch_size=16 simulator.max_new_tokens=64
     # where a call's time goes: prefill and decode tokens/s of hf and of llama.cpp's GGUF types, same prompts
     python performance/simulator_engines.py prefill --threads 1 --output results/performance/simulator_prefill.json \\
         -- +bench=reasoning_gym model=qwen05

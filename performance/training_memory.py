@@ -8,7 +8,8 @@ Stages:
 - ``sft``: one warm-start step of the main job's agent (SmolLM2-135M, ``python -m genenv.train
   +bench=reasoning_gym``'s settings, its worked exchanges in the prompt) on the 4 longest of the 128 expert traces
   its warm start draws: the main job's heaviest warm-start step.
-- ``grpo``: 3 GRPO steps of 32 episodes (G = 8, temperature 0.7) of the ``experiments/agent_learning/agent_learning.py`` testbed,
+- ``grpo``: 3 GRPO steps of 32 episodes (G = 8, temperature 0.7) of the ``experiments/agent_learning/agent_learning.py``
+testbed,
   from its warm start of seed 0 (trained with LoRA dropout 0.05; computed and kept in ``$GENENV_STATE_DIR`` when
   missing), on the same tasks; each condition sets its own dropout on that adapter.
 

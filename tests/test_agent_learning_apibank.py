@@ -1,4 +1,5 @@
-"""experiments/agent_learning/agent_learning.py on API-Bank: the learning run's held-out samples, officially scored; warm start kept."""
+"""experiments/agent_learning/agent_learning.py on API-Bank: the learning run's held-out samples, officially scored;
+warm start kept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""experiments/agent_learning/agent_learning.py: an interrupted signal measurement or run continues only with the settings it began
+"""experiments/agent_learning/agent_learning.py: an interrupted signal measurement or run continues only with the
+settings it began
 with."""
 
 from __future__ import annotations

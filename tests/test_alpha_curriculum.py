@@ -45,7 +45,7 @@ def test_bookkeeping_equals_the_coevolution_trainers_on_the_same_rewards(adapter
     _script_attempts(trainer)
     history = trainer.train()
 
-    source = curriculum(adapter, generation_rounds=config.generation_rounds, seed=config.seed)
+    source = curriculum(adapter, generation_rounds=config.curriculum.generation_rounds, seed=config.seed)
     for epoch, metrics in enumerate(history):
         tasks = source.next_tasks(config.tasks_per_epoch)
         attempts = [(t.task_id, r) for t in tasks for q, rs in ATTEMPTS.items() if q in t.prompt for r in rs]

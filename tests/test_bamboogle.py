@@ -231,7 +231,9 @@ def test_simulated_search_sees_only_the_query(tiny_policy, citibank):
 
 def test_env_plays_a_benchmark_task_with_simulated_search(tiny_policy):
     data_dir("bamboogle")
-    env = gym.make("GenEnv-Bamboogle-v0", task_source="benchmark", search_model=tiny_policy, max_turns=3, reward="em")
+    env = gym.make(
+        "GenEnv-Bamboogle-v0", task_source="benchmark", split="test", search_model=tiny_policy, max_turns=3, reward="em"
+    )
     obs, info = env.reset(seed=0, options={"task": env.unwrapped.benchmark_tasks[0].to_dict()})
     assert "Citibank" in obs and "madison" not in obs.lower() and "simulated" in obs
     obs, reward, terminated, _, info = env.step(

@@ -306,7 +306,12 @@ def test_env_plays_a_category(adapter):
 def test_env_plays_a_multi_turn_conversation(adapter, category):
     """Through ToolEnv: each plain answer brings the user's next message, the last one ends the episode."""
     env = gym.make(
-        "GenEnv-BFCL-v0", category=category, task_source="benchmark", data_dir=str(adapter.data_dir), max_turns=200
+        "GenEnv-BFCL-v0",
+        category=category,
+        task_source="benchmark",
+        data_dir=str(adapter.data_dir),
+        max_turns=200,
+        max_episode_steps=200,
     )
     task = adapter.load_tasks(category)[0]
     observation, _ = env.reset(seed=0, options={"task": task})
@@ -327,7 +332,7 @@ def test_env_plays_a_multi_turn_conversation(adapter, category):
 
 def _multi_turn_env(adapter, task):
     env = gym.make("GenEnv-BFCL-v0", category=task.metadata["category"], task_source="benchmark",
-                   data_dir=str(adapter.data_dir), max_turns=200)  # fmt: skip
+                   data_dir=str(adapter.data_dir), max_turns=200, max_episode_steps=200)  # fmt: skip
     env.reset(seed=0, options={"task": task})
     return env
 

@@ -21,9 +21,14 @@ def test_training_configs_compose(config_name, bench, curriculum):
             config_name, overrides=[f"+bench={bench}", f"curriculum={curriculum}", "model=tiny", "run_dir=/tmp/unused"]
         )
     config = genenv_config(cfg)
-    assert config.benchmark == bench and config.curriculum == curriculum and config.agent_model == "tiny"
+    assert config.benchmark == bench and config.curriculum.name == curriculum and config.agent_model == "tiny"
     if config_name == "paper":
-        assert (config.epochs, config.tasks_per_epoch, config.alpha, config.lam) == (10, 64, 0.5, 1.0)
+        assert (config.epochs, config.tasks_per_epoch, config.curriculum.alpha, config.curriculum.lam) == (
+            10,
+            64,
+            0.5,
+            1.0,
+        )
     else:  # agent.max_turns: null trains with the benchmark's own episode length
         assert config.agent.max_turns == cfg.bench.max_turns
 
@@ -77,11 +82,11 @@ def test_main_job_config(model, few_shot):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["+bench=reasoning_gym", f"model={model}", "run_dir=/tmp/unused"])
     config = genenv_config(cfg)
-    assert config.base_split == "train" and config.validation_split == "validation"
+    assert config.base_split == "train" and config.validation.split == "validation"
     assert config.warm_start.max_examples > 0 and config.agent.few_shot == few_shot
     assert config.simulator_model == config.agent_model == model
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=["+bench=apibank", "simulator_model=smollm2", "run_dir=/tmp/unused"])
+        cfg = compose("config", overrides=["+bench=apibank", "simulator.model=smollm2", "run_dir=/tmp/unused"])
     assert genenv_config(cfg).simulator_model == "smollm2" and genenv_config(cfg).base_split == "train"
 
 
@@ -90,13 +95,13 @@ def test_main_job_config(model, few_shot):
     [
         ("coevolution.epochs=abc", "coevolution.epochs must be int, got 'abc'"),
         ("coevolution.epochs=1.5", "coevolution.epochs must be int, got 1.5"),
-        ("coevolution.simulator_batch_size=0", "coevolution.simulator_batch_size must be at least 1"),
-        ("coevolution.band_k=-0.1", "coevolution.band_k must be >= 0"),
+        ("simulator.batch_size=0", "simulator.batch_size must be at least 1"),
+        ("curriculum.band_k=-0.1", "curriculum.band_k must be a number >= 0"),
         ("agent.learning_rate=-1e-5", "agent.learning_rate must be positive"),
         ("agent.num_generations=two", "agent.num_generations must be int"),
         ("warm_start.learning_rate=-1", "warm_start.epochs and warm_start.learning_rate must be > 0"),
         ("rwr.lora_r=1.5", "rwr.lora_r must be int"),
-        ("simulator.examples=best", "simulator.examples must be train, in_band or scored"),
+        ("simulator.examples=best", "simulator.examples must be one of 'train', 'in_band', 'scored'"),
     ],
 )
 def test_bad_settings_stop_before_anything_loads_naming_the_key(override, message):
@@ -112,9 +117,9 @@ def test_a_split_the_benchmark_lacks_is_named(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(
             "config",
-            overrides=["+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}", "coevolution.validation_split=dev"],
+            overrides=["+bench=reasoning_gym", "model=tiny", f"run_dir={tmp_path}", "validation.split=dev"],
         )
-    with pytest.raises(ValueError, match="coevolution.validation_split='dev': reasoning_gym has the splits test"):
+    with pytest.raises(ValueError, match="validation.split='dev': reasoning_gym has the splits test"):
         CoEvolutionTrainer(genenv_config(cfg))
 
 
@@ -123,3 +128,56 @@ def test_model_few_shot_follows_the_model_config():
 
     assert model_few_shot("qwen05") == "own" and model_few_shot("smollm2") == "generic"
     assert model_few_shot("/models/some-hf-path") == "generic"
+
+
+def test_every_default_is_the_same_from_python_and_from_the_command_line():
+    """``python -m genenv.train`` and ``GenEnvConfig()`` built in Python train the same run: every setting's default
+    is defined once (the dataclasses), and the command line adds only what it is told (the benchmark, the model)."""
+    import dataclasses
+
+    from genenv.agents.grpo import GRPOAgentConfig
+    from genenv.coevolution import GenEnvConfig, ValidationConfig
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+bench=reasoning_gym", "run_dir=/tmp/unused"])
+    bench = cfg.bench
+    by_python = GenEnvConfig(
+        benchmark="reasoning_gym",
+        adapter_options=dict(bench.options),
+        run_dir="/tmp/unused",
+        base_split=bench.base_split,
+        validation=ValidationConfig(split=bench.validation_split),
+        agent=GRPOAgentConfig(max_turns=bench.max_turns),
+    )
+    by_command_line = genenv_config(cfg)
+    by_python.data_dir = by_command_line.data_dir  # where GENENV_DATA_DIR points, as the command line reads it
+    assert dataclasses.asdict(by_command_line) == dataclasses.asdict(by_python)
+
+
+def test_the_alpha_curriculum_for_any_loop_shares_the_trainers_defaults():
+    import dataclasses
+
+    from genenv.curriculum import AlphaCurriculumConfig, CurriculumConfig
+
+    trainer, any_loop = dataclasses.asdict(CurriculumConfig()), dataclasses.asdict(AlphaCurriculumConfig())
+    shared = set(trainer) & set(any_loop)
+    assert {"alpha", "beta", "band_k", "lam", "stats_window", "generation_rounds"} <= shared
+    assert {key: trainer[key] for key in shared} == {key: any_loop[key] for key in shared}
+
+
+def test_every_setting_of_the_command_line_is_read_by_the_package():
+    """Each key ``python -m genenv.train`` accepts names a dataclass field that genenv's code reads (as an attribute
+    or by name); a setting that does nothing fails here."""
+    import re
+
+    from genenv.train import train_defaults
+
+    source = "\n".join(path.read_text() for path in (CONFIG_DIR.parent).rglob("*.py"))
+    unread = []
+    for group, settings in train_defaults().items():
+        for key in settings:
+            definition = re.compile(rf"^\s+{key}: .*=", re.M)
+            uses = len(re.findall(rf"\.{key}\b|[\"']{key}[\"']", source))
+            if uses == 0 or (uses == 1 and not definition.search(source)):
+                unread.append(f"{group}.{key}")
+    assert unread == []

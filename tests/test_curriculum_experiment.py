@@ -14,8 +14,8 @@ from genenv.config import CONFIG_DIR
 from genenv.train import genenv_config
 
 TINY = [
-    "model=tiny", "coevolution.epochs=1", "coevolution.tasks_per_epoch=1", "coevolution.simulator_batch_size=2",
-    "coevolution.simulator_max_new_tokens=8", "coevolution.validation_limit=2", "agent.num_generations=2",
+    "model=tiny", "coevolution.epochs=1", "coevolution.tasks_per_epoch=1", "simulator.batch_size=2",
+    "simulator.max_new_tokens=8", "validation.limit=2", "agent.num_generations=2",
     "agent.max_new_tokens=8", "warm_start.max_examples=2", "agent.per_device_train_batch_size=2",
     "agent.gradient_accumulation_steps=1", "coevolution.base_limit=4",
 ]  # fmt: skip
@@ -96,7 +96,11 @@ def test_every_testbed_composes_into_a_training_config(testbed):
     driver = load_script("experiments/curriculum/driver.py")
     config = driver.testbed_config(testbed)  # what the report reads alpha, the band, beta and the window from
     assert config.epochs == driver.epochs_of(driver.TESTBEDS[testbed]) and config.agent.num_generations >= 4
-    assert config.curriculum == "genenv" and (config.alpha, config.band_k, config.stats_window) == (0.5, 0.4, 64)
+    assert config.curriculum.name == "genenv" and (
+        config.curriculum.alpha,
+        config.curriculum.band_k,
+        config.curriculum.stats_window,
+    ) == (0.5, 0.4, 64)
 
 
 def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_rollout_temperature_only():
@@ -119,8 +123,8 @@ def test_the_worked_testbed_trains_the_agent_as_the_agent_learning_benchmark_doe
     settings = {**agent_learning.AGENT, "learning_rate": 1e-4, "temperature": 1.0}
     assert {key: getattr(config.agent, key) for key in settings} == settings
     assert config.adapter_options["requests"] == "families" and config.adapter_options["answer_format"] == "worked"
-    assert (config.validation_samples, config.validation_temperature) == (4, 1.0)
-    assert config.simulator_engine == "hf" and config.agent_model == config.simulator_model == "smollm2"
+    assert (config.validation.samples, config.validation.temperature) == (4, 1.0)
+    assert config.simulator.engine == "hf" and config.agent_model == config.simulator_model == "smollm2"
     assert config.rwr.learning_rate == 1e-3
 
 
@@ -199,7 +203,7 @@ def _pool_run(run_dir, overrides, epoch_recorded=True, batches=1):
 
 def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_in_the_agent_only(tmp_path):
     driver = load_script("experiments/curriculum/driver.py")
-    settings = ["model=qwen05", "coevolution.simulator_temperature=0.8", "curriculum=offline", "coevolution.seed=0"]
+    settings = ["model=qwen05", "simulator.temperature=0.8", "curriculum=offline", "coevolution.seed=0"]
     source = tmp_path / "testbed_a" / "offline-s0"
     _pool_run(source, [*settings, "agent.temperature=0.6", "agent.seed=0", "run_dir=/a", "resume=false"])
     other_agent = [*settings, "agent.temperature=1.0", "agent.seed=0", "warm_start.seed=0"]

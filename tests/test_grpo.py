@@ -54,6 +54,12 @@ def tiny_config(tmp_path, **overrides) -> GRPOAgentConfig:
         max_turns=2,
         few_shot=False,
         learning_rate=1e-2,
+        temperature=1.0,
+        use_lora=False,  # a full fine-tune of the tiny model; LoRA where a test asks for it (rank 8 on q/k/v/o)
+        lora_r=8,
+        lora_alpha=16,
+        lora_target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        engine="auto",
         output_dir=str(tmp_path / "trl"),
     )
     settings.update(overrides)
@@ -165,7 +171,7 @@ def trained(tmp_path_factory):
     """Two GRPO steps (beta > 0, so the KL path runs) with spies on what TRL computes."""
     tmp = tmp_path_factory.mktemp("grpo")
     adapter = GradedToyAdapter()
-    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp, beta=0.04))
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp, kl_coef=0.04))
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
     seen = {"rewards": [], "episodes": [], "outputs": []}
     trl = trainer.trainer
@@ -411,7 +417,7 @@ def test_two_processes_skip_together_or_not_at_all(tmp_path):
 def test_no_skip_when_the_kl_term_has_a_gradient(tmp_path):
     adapter = HalfSolvableToyAdapter()
     uniform, _ = adapter.uniform_and_graded()
-    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp_path, beta=0.04))
+    trainer = GRPOAgentTrainer(build_tiny_policy(0), adapter, tiny_config(tmp_path, kl_coef=0.04))
     assert trainer.train(uniform[:1], steps=1)["skipped_batches"] == 0
 
 
@@ -427,7 +433,7 @@ def _reference_weights(trainer: GRPOAgentTrainer) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("use_lora", [False, True])
 def test_the_kl_reference_is_the_policy_anchored_after_a_warm_start_and_survives_a_resume(tmp_path, use_lora):
     adapter = GradedToyAdapter()
-    config = tiny_config(tmp_path, use_lora=use_lora, lora_r=4, beta=0.04)
+    config = tiny_config(tmp_path, use_lora=use_lora, lora_r=4, kl_coef=0.04)
     tasks = adapter.load_tasks("train")[:1]
     kl = {}
     for anchored in (False, True):

@@ -127,7 +127,7 @@ def test_the_source_reports_groups_and_its_state_round_trips():
     resumed = LearnabilitySource(tasks, LearnabilityConfig(retire_after=1))
     resumed.load_state_dict(state)
     assert resumed.sampler.estimates == source.sampler.estimates and resumed.sampler.retired == {a}
-    with pytest.raises(ValueError, match="same coevolution.learnability settings"):
+    with pytest.raises(ValueError, match="same curriculum.learnability settings"):
         LearnabilitySource(tasks, LearnabilityConfig(retire_after=2)).load_state_dict(state)
     with pytest.raises(ValueError, match="tasks that are not in the pool"):
         LearnabilitySource(tasks[2:], LearnabilityConfig(retire_after=1)).load_state_dict(state)
@@ -159,14 +159,14 @@ def test_a_run_trains_on_base_tasks_and_resumes_with_the_curriculums_state(tmp_p
     straight.train()
     assert resumed.task_source.state_dict() == straight.task_source.state_dict()
     with pytest.raises(ValueError, match="learnability.exploration must lie in"):
-        replace(config, learnability={"exploration": -1})
+        replace(config.curriculum, learnability={"exploration": -1})
 
 
 def test_genenv_train_runs_an_epoch_with_curriculum_learnability(tmp_path):
     data_dir("apibank")
     command = _train_command(
         tmp_path, "curriculum=learnability", "coevolution.epochs=1", "coevolution.replay_tasks=0",
-        "coevolution.tasks_per_epoch=2", "coevolution.learnability.exploration=1.0",
+        "coevolution.tasks_per_epoch=2", "curriculum.learnability.exploration=1.0",
     )  # fmt: skip
     result = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -174,7 +174,8 @@ def test_genenv_train_runs_an_epoch_with_curriculum_learnability(tmp_path):
     assert metrics["curriculum"] == "learnability" and metrics["fresh_tasks"] == 2 and metrics["proposals"] == 0
     assert metrics["task_source"]["played"] == 2 and "epoch 0: p_hat=" in result.stdout
     state = json.loads((latest_checkpoint(tmp_path) / "state.json").read_text())
-    assert state["config"]["learnability"]["exploration"] == 1.0 and len(state["task_source"]["estimates"]) == 2
+    assert state["config"]["curriculum"]["learnability"]["exploration"] == 1.0
+    assert len(state["task_source"]["estimates"]) == 2
 
 
 def test_it_drives_trls_grpo_trainer_with_a_dataset_and_reports(tmp_path):

@@ -92,20 +92,9 @@ def test_heavy_example_learned_more():
     assert heavy > light + 0.2  # the light one gets slightly worse (about -0.05)
 
 
-def test_reward_gives_weight_exp_lambda_r():
-    # Same update from {"reward": r} with lam as from {"weight": exp(lam * r)}.
-    a, b = make(normalize_weights=False, lam=2.0), make(normalize_weights=False, lam=2.0)
-    rewards = [0.1, 0.9]
-    with_reward = [
-        {"messages": MESSAGES, "completion": t, "reward": r} for t, r in zip(TEXTS[:2], rewards, strict=True)
-    ]
-    with_weight = [
-        {"messages": MESSAGES, "completion": t, "weight": math.exp(2.0 * r)}
-        for t, r in zip(TEXTS[:2], rewards, strict=True)
-    ]
-    assert a.train(with_reward).mean_loss == pytest.approx(b.train(with_weight).mean_loss, rel=1e-6)
-    for x, y in zip(a.lora_state().values(), b.lora_state().values(), strict=True):
-        torch.testing.assert_close(x, y)
+def test_an_example_without_a_weight_is_refused():
+    with pytest.raises(ValueError, match="example 0 needs a 'weight'"):
+        make().train([{"messages": MESSAGES, "completion": TEXTS[0], "reward": 0.5}])
 
 
 def test_kl_cap_rolls_back_the_step_and_stops(caplog):

@@ -13,8 +13,8 @@ import pytest
 from conftest import REPO, child_env
 
 TINY_TRAINING = [
-    "model=tiny", "coevolution.epochs=1", "warm_start.max_examples=2", "coevolution.validation_limit=2",
-    "coevolution.tasks_per_epoch=2", "coevolution.generation_rounds=1", "coevolution.simulator_max_new_tokens=64",
+    "model=tiny", "coevolution.epochs=1", "warm_start.max_examples=2", "validation.limit=2",
+    "coevolution.tasks_per_epoch=2", "curriculum.generation_rounds=1", "simulator.max_new_tokens=64",
     "agent.max_new_tokens=8", "agent.num_generations=2", "agent.per_device_train_batch_size=2",
     "agent.gradient_accumulation_steps=1",
 ]  # fmt: skip

@@ -19,7 +19,7 @@ from genenv.agents.warm_start import WarmStartConfig
 from genenv.benchmarks.base import Trajectory
 from genenv.checkpoints import latest_checkpoint, read_metrics
 from genenv.coevolution import CoEvolutionTrainer, GenEnvConfig
-from genenv.curriculum import RWRConfig
+from genenv.curriculum import CurriculumConfig, RWRConfig
 from genenv.learning_curve import held_out_curve
 from genenv.pools import TaskPool, TracePool
 
@@ -32,6 +32,27 @@ AGENT = GRPOAgentConfig(
     max_completion_length=128,
     use_lora=True,
 )
+
+
+def grouped(settings: dict) -> dict:
+    """GenEnvConfig keyword arguments from ``settings``: its own fields as they are, ``curriculum`` (a name) and the
+    curriculum's settings into ``curriculum``, ``validation_X`` and ``simulator_X`` into those groups."""
+    top = {name for name in GenEnvConfig.__dataclass_fields__} - set(GenEnvConfig.groups())
+    groups: dict = {"curriculum": {}, "validation": {}, "simulator": {}}
+    out = {}
+    for key, value in settings.items():
+        if key in top or (key in GenEnvConfig.groups() and not isinstance(value, (str, dict))):
+            out[key] = value
+        elif key == "curriculum":
+            groups["curriculum"]["name"] = value
+        elif key in CurriculumConfig.__dataclass_fields__:
+            groups["curriculum"][key] = value
+        elif key.startswith(("validation_", "simulator_")):
+            group, _, name = key.partition("_")
+            groups[group][name] = value
+        else:
+            raise TypeError(f"tiny_config: no setting {key!r}")
+    return {**out, **{name: group for name, group in groups.items() if group}}
 
 
 def tiny_config(run_dir: Path, **overrides) -> GenEnvConfig:
@@ -54,7 +75,7 @@ def tiny_config(run_dir: Path, **overrides) -> GenEnvConfig:
         agent=AGENT,
         rwr=RWRConfig(batch_size=2),
     )
-    return GenEnvConfig(**{**settings, **overrides})
+    return GenEnvConfig(**grouped({**settings, **overrides}))
 
 
 def test_two_epochs_with_unparsable_simulator_output(tmp_path):
@@ -205,21 +226,21 @@ def test_held_out_every_second_epoch_and_the_last(tmp_path):
     assert [bool(m["validation"]) for m in history] == [False, False, True, True]  # epochs 2 (3rd) and 3 (last)
     assert history[0]["validation_start"] and "validation_warm_start" not in history[0]  # no warm start here
     assert [p.stage for p in held_out_curve(read_metrics(tmp_path))] == ["start", "epoch 2", "epoch 3"]
-    with pytest.raises(ValueError, match="validation_every must be at least 1"):
+    with pytest.raises(ValueError, match="validation.every must be at least 1"):
         tiny_config(tmp_path / "x", validation_every=0)
 
 
 def test_validation_limit_zero_trains_without_held_out_scoring(tmp_path):
-    """docs/distributed.md's advice under ZeRO-3, ``coevolution.validation_limit=0``: no held-out task is scored,
+    """docs/distributed.md's advice under ZeRO-3, ``validation.limit=0``: no held-out task is scored,
     and the run's report says so."""
     data_dir("apibank")
-    command = _train_command(tmp_path, "coevolution.epochs=1", "coevolution.validation_limit=0")
+    command = _train_command(tmp_path, "coevolution.epochs=1", "validation.limit=0")
     result = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     (metrics,) = read_metrics(tmp_path)
     assert metrics["validation"] == {} and metrics["validation_start"] == {}
     assert "held-out=-" in result.stdout and "no held-out scores" in result.stdout
-    with pytest.raises(ValueError, match="coevolution.validation_limit must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="validation.limit must be >= 0, got -1"):
         tiny_config(tmp_path / "x", validation_limit=-1)
 
 
@@ -255,9 +276,9 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
         "coevolution.base_split=train",
         "warm_start.max_examples=0",
         "coevolution.replay_tasks=2",
-        "coevolution.validation_limit=1",
-        "coevolution.simulator_max_new_tokens=8",
-        "coevolution.generation_rounds=1",
+        "validation.limit=1",
+        "simulator.max_new_tokens=8",
+        "curriculum.generation_rounds=1",
         "agent.max_new_tokens=8",
         "agent.num_generations=2",
         "agent.per_device_train_batch_size=2",
@@ -356,7 +377,8 @@ def test_lenient_training_is_validated_with_official_scoring(tmp_path, monkeypat
         return {"metrics": {"n": float(len(tasks))}}, []
 
     monkeypatch.setattr("genenv.coevolution.evaluate", evaluate)
-    assert trainer._validate() == {"n": 2.0, "samples": 1, "task_scores": []}
+    validation = trainer._validate()
+    assert validation.pop("engine") and validation == {"n": 2.0, "samples": 1, "task_scores": []}
     assert [adapter.scoring.mode for adapter in used] == ["official"]
 
 
@@ -377,5 +399,5 @@ def test_held_out_scored_as_the_mean_of_several_samples(tmp_path, monkeypatch):
     assert played == [(1.0, [t.task_id for t in held_out for _ in range(3)])]
     assert scored["samples"] == 3 and scored["task_scores"] == pytest.approx([2 / 3, 1 / 3])
     trainer.lock.release()
-    with pytest.raises(ValueError, match="validation_samples=3 at validation_temperature 0 plays the same greedy"):
+    with pytest.raises(ValueError, match="validation.samples=3 at validation.temperature 0 plays the same greedy"):
         tiny_config(tmp_path / "x", validation_samples=3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from test_train import AGENT
+from test_train import AGENT, grouped
 from toy_benchmark import ToyAdapter
 
 from genenv.agents.warm_start import WarmStartConfig
@@ -45,7 +45,7 @@ def toy_config(run_dir, **overrides) -> GenEnvConfig:
         simulator_model="tiny",
         agent=AGENT,
     )
-    return GenEnvConfig(**{**settings, **overrides})
+    return GenEnvConfig(**grouped({**settings, **overrides}))
 
 
 @pytest.fixture

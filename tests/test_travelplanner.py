@@ -207,7 +207,8 @@ OFFICIAL_HARD_KEYS = ("valid_cuisine", "valid_room_rule", "valid_transportation"
 # (easy, 3 days, budget only) and train-45 (hard, 7 days, house rule + cuisine + transportation). Obtained by running
 # OSU-NLP-Group/TravelPlanner da7c1d41d51bf1d6e8592099bc109c9368b2dfe4 (`git archive da7c1d4 evaluation tools utils
 # | tar x -C DIR`, the train flights subset as its flights table) on each plan with the query genenv parsed, through
-# experiments/parity/travelplanner_official_runner.py; `TRAVELPLANNER_OFFICIAL_DIR=DIR pytest tests/test_travelplanner.py
+# experiments/parity/travelplanner_official_runner.py; `TRAVELPLANNER_OFFICIAL_DIR=DIR pytest
+# tests/test_travelplanner.py
 # -k official_code -p no:xdist` runs it again and asserts this table.
 OFFICIAL_DAY_COUNT_VERDICTS = {
     (0, "exactly_days"): (T, (T, T, T, T, T, T, T, T), (N, N, N, N, T), T),

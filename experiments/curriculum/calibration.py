@@ -19,7 +19,8 @@ Per round: the share of written tasks whose success lies in [0.25, 0.75], the me
 run's files then carry the change in their name (``genenv-s0-learning_rate0.001``), beside the library's settings.
 
 The testbed is ``reasoning_gym_worked`` (``results/reasoning_gym_worked/README.md``): SmolLM2-135M as agent (the
-warm start of ``experiments/agent_learning/agent_learning.py``, seed ``--seed``) and as simulator, reasoning-gym ``requests=families``
+warm start of ``experiments/agent_learning/agent_learning.py``, seed ``--seed``) and as simulator, reasoning-gym
+``requests=families``
 (the simulator chooses the level). Each finished round appends a line to
 ``results/reasoning_gym_worked/calibration/<arm>-s<seed>.jsonl`` and leaves the curriculum's state (success
 statistics, RWR adapter and optimizer, sampling state) in ``$GENENV_STATE_DIR/curriculum_calibration/<arm>-s<seed>/``;

@@ -75,8 +75,8 @@ CURRICULA = ("genenv", "random", "static", "offline")
 POOL_CURRICULA = ("static", "offline")  # the curricula whose tasks come from one pool written before training
 #: what a pool's batches do not depend on (:func:`pool_settings`)
 POOL_INDEPENDENT_KEYS = (
-    "run_dir", "resume", "curriculum", "coevolution.offline_multiplier", "coevolution.static_pool_size",
-    "coevolution.epochs", "coevolution.tasks_per_epoch", "coevolution.generation_rounds",
+    "run_dir", "resume", "curriculum", "curriculum.offline_multiplier", "curriculum.static_pool_size",
+    "coevolution.epochs", "coevolution.tasks_per_epoch", "curriculum.generation_rounds",
 )  # fmt: skip
 #: <runs>/<testbed>/warm-start-s<S>: the warm-start checkpoint the curricula of seed S share (laid out as a run folder
 #: holding only that checkpoint, so that ``save`` packs it and ``run`` unpacks it as it does the runs)
@@ -85,9 +85,11 @@ SHARED_WARM_START = "warm-start-s{seed}"
 UNFINISHED_COPY = ".tmp"
 
 #: testbed -> the Hydra overrides shared by its runs (what they leave alone, alpha and the band among it, is
-#: genenv/configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out items
+#: genenv/configs/config.yaml's). Sized as issue 18 asks: >= 32 fresh tasks per epoch, G = 8, 8 epochs, >= 200 held-out
+#: items
 #: spread over the difficulty levels, the same for every run.
-#: the agent update of every run recorded here: genenv/configs/config.yaml's before its defaults became the measured ones
+#: the agent update of every run recorded here: genenv/configs/config.yaml's before its defaults became the measured
+#: ones
 #: (results/agent_learning/README.md)
 AGENT_UPDATE_OF_THE_RUNS = [
     "agent.max_completion_length=512",
@@ -105,16 +107,16 @@ TESTBEDS: dict[str, list[str]] = {
         "model=qwen05",
         "coevolution.epochs=8",
         "coevolution.tasks_per_epoch=32",
-        "coevolution.simulator_batch_size=16",
-        "coevolution.simulator_max_new_tokens=64",
+        "simulator.batch_size=16",
+        "simulator.max_new_tokens=64",
         # The ladder at the sampling temperature (results/reasoning_gym_ladder_qwen05_t06.md): levels 0-4 span
         # about 0.7 (level 0) down to 0.05-0.25 (level 4) at temperature 0.6; at 1.0 the top was only 0.45.
         "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
         "bench.options.validation_per_level=14",  # 3 families x 5 levels x 14 = 210 held-out items
-        "coevolution.validation_limit=210",
+        "validation.limit=210",
         # 210 items take about 12 min of one core (a tenth of a run each); scored before training, after the
         # warm start and after epochs 1, 3, 5 and 7
-        "coevolution.validation_every=2",
+        "validation.every=2",
         "agent.num_generations=8",
         # LoRA at the config's 2e-5 left held-out flat over 3 epochs (2026-11-25, 2db21f7: 0.428, 0.437, 0.425, 0.426
         # with 210 items, about +/- 0.03): 5x that, a usual LoRA rate, so that the curricula can differ at all
@@ -133,9 +135,9 @@ TESTBEDS: dict[str, list[str]] = {
         "model=qwen05",
         "coevolution.epochs=8",
         "coevolution.tasks_per_epoch=32",
-        "coevolution.simulator_batch_size=16",
-        "coevolution.validation_limit=200",
-        "coevolution.validation_every=2",
+        "simulator.batch_size=16",
+        "validation.limit=200",
+        "validation.every=2",
         "agent.num_generations=8",
         "agent.learning_rate=1e-4",
         "agent.max_new_tokens=64",
@@ -150,14 +152,14 @@ TESTBEDS: dict[str, list[str]] = {
         "model=qwen05",
         "coevolution.epochs=5",
         "coevolution.tasks_per_epoch=8",
-        "coevolution.validation_limit=100",
-        "coevolution.validation_every=1",
+        "validation.limit=100",
+        "validation.every=1",
         "agent.num_generations=4",
         "agent.learning_rate=1e-4",
         "agent.max_new_tokens=192",
         # up to 32 proposals for 8 tasks: a quarter of the untrained simulator's proposals pass validation
         # (results/curriculum/simulator_validity/)
-        "coevolution.generation_rounds=4",
+        "curriculum.generation_rounds=4",
         # API-Bank prompts run to 1,500 tokens and Qwen's vocabulary is 151k: smaller micro-batches, the same
         # effective batch, so that the run fits beside one experiment run in 23 GB
         "agent.per_device_train_batch_size=2",
@@ -176,8 +178,8 @@ TESTBEDS: dict[str, list[str]] = {
 #: results/agent_update_probe/README.md). The first design's run, with TRL's update, is kept in
 #: results/reasoning_gym_expressions_trl_update/.
 TESTBEDS["reasoning_gym_expressions"] = [
-    *(o for o in TESTBEDS["reasoning_gym"] if not o.startswith("coevolution.simulator_max_new_tokens=")),
-    "coevolution.simulator_max_new_tokens=96",
+    *(o for o in TESTBEDS["reasoning_gym"] if not o.startswith("simulator.max_new_tokens=")),
+    "simulator.max_new_tokens=96",
     "bench.options.task_spec=expression",
     "agent.skip_zero_advantage_steps=true",
 ]
@@ -197,7 +199,8 @@ TESTBEDS["reasoning_gym_expressions_t10"] = [
 #: The second curriculum test (results/reasoning_gym_worked/README.md): the embedded SmolLM2 writes its working, then
 #: <answer>; the simulator chooses family member and level (levels 0-4; no key drawn by the trainer, no level cap).
 #: Rollouts at 1.0, where the gate found success graded within keys (at 0.7 it was not); the agent update is
-#: experiments/agent_learning/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4); the simulator
+#: experiments/agent_learning/agent_learning.py's (LoRA 16 on every linear layer, 4 groups of G = 8 a step, lr 1e-4);
+#: the simulator
 #: as in the calibration (hf). Held-out: 150 items, 10 per family and level, each scored as the mean of 4 episodes at
 #: 1.0, before training, after the warm start and after the last epoch. The simulator's RWR steps at lr 1e-3: at the
 #: library's 1e-4 the calibration's simulator stayed where it began (its KL a sixth of the cap after 5 updates), at
@@ -207,17 +210,17 @@ TESTBEDS["reasoning_gym_worked"] = [
     "model=smollm2",
     "coevolution.epochs=5",
     "coevolution.tasks_per_epoch=32",
-    "coevolution.simulator_batch_size=8",
-    "coevolution.simulator_max_new_tokens=64",
+    "simulator.batch_size=8",
+    "simulator.max_new_tokens=64",
     "simulator.engine=hf",
     "bench.options.families=[basic_arithmetic@0-4,chain_sum@0-4,products@0-4]",
     "bench.options.requests=families",
     "bench.options.answer_format=worked",
     "bench.options.validation_per_level=10",
-    "coevolution.validation_limit=150",
-    "coevolution.validation_every=5",
-    "coevolution.validation_samples=4",
-    "coevolution.validation_temperature=1.0",
+    "validation.limit=150",
+    "validation.every=5",
+    "validation.samples=4",
+    "validation.temperature=1.0",
     "agent.num_generations=8",
     "agent.temperature=1.0",
     "agent.learning_rate=1e-4",
@@ -467,7 +470,7 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
     """Copy every run's metrics into the results folder, then write ``report.md`` and the figures."""
     out = results_root / testbed
     copy_metrics(testbed, runs_root, results_root)
-    config = testbed_config(testbed)
+    aim = testbed_config(testbed).curriculum
     runs = load_experiment((out / "runs").glob("*.jsonl"))
     header = [
         f"# Curriculum experiment: {testbed}",
@@ -477,10 +480,10 @@ def rebuild(testbed: str, runs_root: Path, results_root: Path, commit: bool) -> 
         "",
         "",
     ]
-    text = report(runs, config.alpha, config.band_k, config.beta, config.stats_window)
+    text = report(runs, aim.alpha, aim.band_k, aim.beta, aim.stats_window)
     (out / "report.md").write_text("\n".join(header) + text, encoding="utf-8")
     if runs:
-        plot_experiment(runs, out, config.alpha, config.band_k, config.beta, config.stats_window)
+        plot_experiment(runs, out, aim.alpha, aim.band_k, aim.beta, aim.stats_window)
     if commit:
         subprocess.run(["git", "add", str(out)], cwd=ROOT, check=True)
         message = f"curriculum experiment, {testbed}: metrics, report and figures of {len(runs)} runs"

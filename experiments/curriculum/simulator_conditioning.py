@@ -242,7 +242,7 @@ def main() -> None:
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "load_start": uptime(),
         "history": history,
-        "r_env": {"alpha": config.alpha, "beta": config.beta},
+        "r_env": {"alpha": config.curriculum.alpha, "beta": config.curriculum.beta},
         "rwr_updates": rwr_updates,
         "arms": {},
     }
@@ -269,8 +269,12 @@ def main() -> None:
             ],
         }
         if history is not None:
-            result["in_band_requested"] = in_band([r for r, _, _ in written], history, config.alpha, config.band_k)
-            result["in_band_written"] = in_band([w for _, w, _ in written], history, config.alpha, config.band_k)
+            result["in_band_requested"] = in_band(
+                [r for r, _, _ in written], history, config.curriculum.alpha, config.curriculum.band_k
+            )
+            result["in_band_written"] = in_band(
+                [w for _, w, _ in written], history, config.curriculum.alpha, config.curriculum.band_k
+            )
         record["arms"][arm] = result
         print(
             f"{arm:>8}: {len(written)}/{len(proposals)} valid, at request {result.get('at_request', 0):.2f}, "

@@ -127,9 +127,11 @@ def outcomes(tasks: dict[tuple[int, str], tuple[str, float]]) -> dict[str, dict[
 
 
 def curriculum_settings(run_dir: Path) -> dict[str, float]:
-    """The run's alpha, beta, band half-width k and RWR lambda, from its Hydra config."""
-    coevolution = OmegaConf.load(run_dir / ".hydra" / "config.yaml").coevolution
-    return {"alpha": coevolution.alpha, "beta": coevolution.beta, "k": coevolution.band_k, "lam": coevolution.lam}
+    """The run's alpha, beta, band half-width k and RWR lambda, from its Hydra config (a run of a genenv whose
+    settings were all under ``coevolution`` is read there)."""
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    aim = cfg.curriculum if "alpha" in cfg.get("curriculum", {}) else cfg.coevolution
+    return {"alpha": aim.alpha, "beta": aim.beta, "k": aim.band_k, "lam": aim.lam}
 
 
 def price(

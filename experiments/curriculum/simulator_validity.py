@@ -3,7 +3,8 @@
     GENENV_DATA_DIR=../shared/data python experiments/curriculum/simulator_validity.py --output FILE [--batches 12] \\
         +bench=apibank model=qwen05 [overrides ...]
 
-Composes ``genenv/configs/config.yaml`` as ``python -m genenv.train`` does and builds the simulator the trainer builds (its
+Composes ``genenv/configs/config.yaml`` as ``python -m genenv.train`` does and builds the simulator the trainer builds
+(its
 model, batch size, sampling, constrained decoding). It then asks for ``--batches`` batches of proposals as an epoch 0
 does (families drawn uniformly, no success history yet) from a fixed seed, so two versions of the code can be compared
 on the same draws. Writes the valid share with a 95% Wilson interval, the reject reasons, the seconds and every raw

@@ -92,12 +92,12 @@ class GRPOAgentConfig:
     Args:
         num_generations: G, episodes played per task per step; GRPO's advantage is the reward minus the
             mean of the task's G rewards (divided by their std, TRL's ``scale_rewards="group"``). At least 2.
-        learning_rate: AdamW learning rate. TRL's default is 1e-6; the 5e-6 here is a moderate, untuned
-            choice for full fine-tunes of ~100M-parameter models (LoRA usually wants about 1e-4). The schedule
-            is constant because :meth:`GRPOAgentTrainer.train` is called once per GenEnv epoch with the same
-            optimizer.
-        beta: KL coefficient against the reference policy: the model the trainer was built from (with LoRA, the
-            model with adapters disabled) until :meth:`GRPOAgentTrainer.anchor_reference` makes it the policy as
+        learning_rate: AdamW learning rate (the default suits LoRA; full fine-tunes want about 20x less). The
+            schedule is constant because :meth:`GRPOAgentTrainer.train` is called once per GenEnv epoch with the
+            same optimizer. Measured learning rates: the results index (``results/README.md``).
+        kl_coef: KL coefficient against the reference policy (TRL's ``beta``): the model the trainer was built from
+            (with LoRA, the model with adapters disabled) until :meth:`GRPOAgentTrainer.anchor_reference` makes it the
+            policy as
             it is then (e.g. after a warm start). TRL's default 0.0 builds no reference model and logs no ``kl``.
         max_new_tokens: tokens the agent may generate in one turn (one ``generate`` call per turn).
         max_completion_length: token budget of a whole episode's completion: every turn *and* every tool
@@ -111,7 +111,7 @@ class GRPOAgentConfig:
             ``per_device_train_batch_size * gradient_accumulation_steps * num_processes`` episodes, i.e.
             that many divided by G tasks (:attr:`GRPOAgentTrainer.tasks_per_step`); it must divide by G. All
             episodes of a step are generated in one batched rollout.
-        temperature: sampling temperature of the rollouts (GRPO needs diverse samples; 1.0 is TRL's default).
+        temperature: sampling temperature of the rollouts (GRPO needs diverse samples; TRL's default is 1.0).
         top_p: nucleus sampling mass of the rollouts.
         few_shot: which worked exchanges precede the request (``"generic"``/``True``: the benchmark's own, else
             :data:`~genenv.agents.agent.FEW_SHOT_EXCHANGES`; ``"own"``; ``"none"``/``False``:
@@ -174,27 +174,29 @@ class GRPOAgentConfig:
             the metrics count it under ``groups/exhausted``.
     """
 
-    num_generations: int = 4
-    learning_rate: float = 5e-6
-    beta: float = 0.0
-    max_new_tokens: int = 128
-    max_completion_length: int = 1024
+    num_generations: int = 8
+    learning_rate: float = 1e-4
+    kl_coef: float = 0.0
+    max_new_tokens: int = 96
+    max_completion_length: int = 512
     max_turns: int | None = None
     per_device_train_batch_size: int = 1
-    gradient_accumulation_steps: int = 8
-    temperature: float = 1.0
+    gradient_accumulation_steps: int = 16
+    temperature: float = 0.7
     top_p: float = 1.0
-    few_shot: bool | str = True
-    use_lora: bool = False
-    lora_r: int = 8
-    lora_alpha: int = 16
+    few_shot: bool | str = "generic"
+    use_lora: bool = True
+    lora_r: int = 16
+    lora_alpha: int = 32
     lora_dropout: float = 0.0
-    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
     gradient_checkpointing: bool = False
     output_dir: str = "outputs/grpo_agent"
     seed: int = 0
     shuffle_tasks: bool = True
-    engine: str = "auto"
+    engine: str = "hf"
     engine_compute_type: str = "int8"
     engine_sync_every: int = 4
     vllm_mode: str = "colocate"
@@ -397,7 +399,7 @@ class GRPOAgentTrainer:
             num_generations=config.num_generations,
             learning_rate=config.learning_rate,
             lr_scheduler_type="constant",
-            beta=config.beta,
+            beta=config.kl_coef,
             temperature=config.temperature,
             top_p=config.top_p,
             max_completion_length=config.max_completion_length,
@@ -709,7 +711,7 @@ class GRPOAgentTrainer:
         }
         if self.config.dynamic_sampling:
             metrics.update({f"groups/{key}": value for key, value in self.group_stats.to_dict().items()})
-        if self.config.beta != 0.0:
+        if self.config.kl_coef != 0.0:
             metrics["kl"] = _mean([log["kl"] for log in step_logs if "kl" in log])
         keys = sorted({k for log in step_logs for k, v in log.items() if isinstance(v, (int, float))})
         for key in keys:

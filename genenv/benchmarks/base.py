@@ -179,6 +179,10 @@ class BenchmarkAdapter(ABC):
     def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
         self.data_dir = resolve_data_dir(self.name, data_dir)
 
+    def split_or_default(self, split: str | None) -> str:
+        """``split``, or the benchmark's default one (``default_split``; without one, the first of ``splits``)."""
+        return split or self.default_split or self.splits[0]
+
     @classmethod
     def bench_defaults(cls) -> dict[str, Any]:
         """The benchmark's config (the ``bench`` node of ``+bench=NAME``): ``name``, ``split``, ``max_turns``,
@@ -454,10 +458,17 @@ def env_id(name: str) -> str:
     return f"GenEnv-{title}-v0"
 
 
+def registered_episode_steps(max_turns: int) -> int | None:
+    """The ``max_episode_steps`` a benchmark's id registers: its episode length, except for a one-turn benchmark
+    (``None``), whose only step Gymnasium's ``TimeLimit`` would mark truncated even where the episode terminated (the
+    env's own ``max_turns`` still ends it after that turn)."""
+    return max_turns if max_turns > 1 else None
+
+
 def _register_env(key: str, max_turns: int) -> None:
     """Register benchmark ``key``'s Gymnasium id: a :class:`~genenv.envs.tool_env.ToolEnv` over it whose
-    ``max_episode_steps`` is the benchmark's episode length. An id another benchmark holds already stays that one's
-    (logged)."""
+    ``max_episode_steps`` is the benchmark's episode length (:func:`registered_episode_steps`). An id another benchmark
+    holds already stays that one's (logged)."""
     env = env_id(key)
     spec = gym_registry.get(env)
     if spec is None:
@@ -465,7 +476,7 @@ def _register_env(key: str, max_turns: int) -> None:
             id=env,
             entry_point="genenv.envs.tool_env:ToolEnv",
             kwargs={"benchmark": key, "task_source": "simulator"},
-            max_episode_steps=max_turns,
+            max_episode_steps=registered_episode_steps(max_turns),
         )
     elif spec.kwargs.get("benchmark") != key:
         logger.warning(

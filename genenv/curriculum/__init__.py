@@ -3,14 +3,17 @@
 :class:`LearnabilityCurriculum`, the benchmark's own tasks drawn by ``p (1 - p)`` of the agent's success."""
 
 from genenv.curriculum.alpha import AlphaCurriculum, AlphaCurriculumConfig
+from genenv.curriculum.config import CurriculumConfig
 from genenv.curriculum.learnability import LearnabilityConfig, LearnabilityCurriculum
-from genenv.curriculum.reward import DifficultyFilter, alpha_reward, rwr_weight
+from genenv.curriculum.reward import AlphaTarget, DifficultyFilter, alpha_reward, rwr_weight
 from genenv.curriculum.rwr import RWRConfig, RWRStats, RWRTrainer
 from genenv.curriculum.stats import FamilyStats
 
 __all__ = [
     "AlphaCurriculum",
     "AlphaCurriculumConfig",
+    "AlphaTarget",
+    "CurriculumConfig",
     "DifficultyFilter",
     "FamilyStats",
     "LearnabilityConfig",

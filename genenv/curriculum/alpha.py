@@ -39,7 +39,7 @@ import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
 from genenv.curriculum.handouts import Handouts, check_count, scored_attempts, scored_handout_ids
-from genenv.curriculum.reward import DifficultyFilter
+from genenv.curriculum.reward import AlphaTarget, DifficultyFilter
 from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
 from genenv.curriculum.sources import WrittenEachEpoch
 from genenv.curriculum.stats import FamilyStats
@@ -61,14 +61,11 @@ _STATE_FORMAT = 2
 
 
 @dataclass
-class AlphaCurriculumConfig:
+class AlphaCurriculumConfig(AlphaTarget):
     """Settings of an :class:`AlphaCurriculum` (the co-evolution trainer's names and defaults).
 
     Args:
-        alpha: target success rate of the alpha-curriculum reward (and the one the simulator's prompt quotes).
-        beta: sharpness of ``R_env = exp(-beta (p_hat - alpha)^2)``.
-        band_k: half-width of the difficulty band; outputs whose task lands outside it do not train the simulator.
-        lam: lambda of the RWR weights ``exp(lambda R_env)``.
+        alpha, beta, band_k, lam: the alpha-curriculum's target (:class:`~genenv.curriculum.reward.AlphaTarget`).
         stats_window: episodes per family in the success statistics shown to the simulator.
         generation_rounds: simulator batches tried for each batch the wanted tasks need before ``next_tasks`` gives
             up.
@@ -81,10 +78,6 @@ class AlphaCurriculumConfig:
         seed: seed of the simulator's sampling and of the families it is asked for.
     """
 
-    alpha: float = 0.5
-    beta: float = 10.0
-    band_k: float = 0.4
-    lam: float = 1.0
     stats_window: int = 64
     generation_rounds: int = 2
     rwr: RWRConfig | None = None
@@ -93,11 +86,7 @@ class AlphaCurriculumConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
-        for name in ("beta", "band_k", "lam"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        super().__post_init__()
         for name in ("stats_window", "generation_rounds", "update_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

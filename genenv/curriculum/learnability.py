@@ -81,7 +81,7 @@ READ_AHEAD_WARNING = 256
 
 @dataclass
 class LearnabilityConfig:
-    """Settings of the learnability curriculum (``coevolution.learnability.*``).
+    """Settings of the learnability curriculum (``curriculum.learnability.*``).
 
     Args:
         prior_successes: the Beta prior's successes (> 0): every task's estimate before it is played.
@@ -230,7 +230,7 @@ class LearnabilitySampler:
         if state["config"] != asdict(self.config):
             raise ValueError(
                 f"the saved learnability state has the settings {state['config']}, this curriculum "
-                f"{asdict(self.config)}: resume with the same coevolution.learnability settings"
+                f"{asdict(self.config)}: resume with the same curriculum.learnability settings"
             )
         named = set(state["estimates"]) | set(state["retired"])
         if unknown := sorted(named - self._known):
@@ -248,7 +248,7 @@ def pool_split(adapter: BenchmarkAdapter, base_split: str | None) -> str:
     benchmark evaluates on."""
     if base_split is not None:
         return base_split
-    split = adapter.default_split or adapter.splits[0]
+    split = adapter.split_or_default(None)
     logger.warning(
         "curriculum=learnability: %s has no base split (coevolution.base_split is null), so its tasks come from its "
         "default split %r; set coevolution.base_split to train on another",

@@ -41,7 +41,6 @@ import torch
 
 from genenv.config import check_types
 from genenv.console import progress
-from genenv.curriculum.reward import rwr_weight
 from genenv.llm.generation import render_chat
 from genenv.llm.models import Policy
 
@@ -85,8 +84,6 @@ class RWRConfig:
         max_kl: hard cap on the mean per-token KL(pi || pi_ref) measured on the batch after each
             optimizer step; once exceeded, that step is rolled back and the update stops.
             ``None`` (or ``math.inf``) disables the cap and saves the post-step forward pass.
-        lam: the lambda of the weights ``exp(lam * R_env)``, used for examples that give a
-            ``"reward"`` (``R_env``) instead of a ``"weight"``.
         normalize_weights: divide the weights by their mean over the update's examples, so that
             the loss scale does not depend on the reward level.
         max_grad_norm: gradient clipping norm (``None`` or ``0`` disables clipping).
@@ -105,7 +102,6 @@ class RWRConfig:
     max_length: int = 768
     kl_coef: float = 0.05
     max_kl: float | None = 0.5
-    lam: float = 1.0
     normalize_weights: bool = True
     max_grad_norm: float | None = 1.0
     weight_decay: float = 0.0
@@ -298,12 +294,9 @@ class RWRTrainer:
         return encoded, skipped
 
     def _weight(self, example: dict[str, Any], index: int) -> float:
-        if "weight" in example:
-            weight = float(example["weight"])
-        elif "reward" in example:
-            weight = rwr_weight(float(example["reward"]), self.config.lam)
-        else:
-            raise ValueError(f"example {index} needs a 'weight' (or a 'reward' R_env)")
+        if "weight" not in example:
+            raise ValueError(f"example {index} needs a 'weight' (the curriculum's exp(lam * R_env))")
+        weight = float(example["weight"])
         if not math.isfinite(weight) or weight < 0:
             raise ValueError(f"example {index}: weight must be finite and non-negative, got {weight}")
         return weight
@@ -367,8 +360,8 @@ class RWRTrainer:
         """One RWR update over ``examples``.
 
         Each example is ``{"messages": [...chat prompt...], "completion": "<generated text>",
-        "weight": float}`` (or ``"reward": R_env`` instead of ``"weight"``, giving
-        ``exp(lam * R_env)``; an optional ``"tools"`` list is rendered into the prompt). Examples
+        "weight": float}`` (the curriculum's ``exp(lam * R_env)``; an optional ``"tools"`` list is rendered into the
+        prompt). Examples
         with an empty completion are skipped with a warning. See the module docstring for the loss.
         """
         start = time.perf_counter()

@@ -99,7 +99,7 @@ class ToolEnv(gym.Env[str, str]):
             self.adapter = benchmark
         else:
             self.adapter = get_benchmark(benchmark, data_dir=data_dir, **adapter_kwargs)
-        self.split = split or self.adapter.splits[0]
+        self.split = self.adapter.split_or_default(split)
         if self.split not in self.adapter.splits:
             raise ValueError(f"{self.adapter.name} has splits {self.adapter.splits}, not {self.split!r}")
         self.task_source = "tasks" if tasks is not None else task_source

@@ -230,7 +230,7 @@ def build_app(
     (WebSocket sessions close with their connection: see :mod:`genenv.serve`). ``GET /sessions`` counts the open
     sessions. ``env_kwargs`` go to every ``ToolEnv`` (``max_turns``, ``max_observation_chars``, ...).
     """
-    split = split or adapter.splits[0]
+    split = adapter.split_or_default(split)
     if split not in adapter.splits:
         raise ValueError(f"{adapter.name} has splits {adapter.splits}, not {split!r}")
     tasks = adapter.load_tasks(split)

@@ -91,7 +91,7 @@ class GenEnvTaskset(vf.Taskset[GenEnvTask, GenEnvTasksetConfig]):
     def load(self) -> Iterator[GenEnvTask]:
         config = self.config
         adapter = official_adapter(config.benchmark, config.data_dir)
-        split = config.split or adapter.splits[0]
+        split = adapter.split_or_default(config.split)
         if split not in adapter.splits:
             raise ValueError(f"{adapter.name} has splits {adapter.splits}, not {split!r}")
         for index, task in enumerate(adapter.load_tasks(split)):

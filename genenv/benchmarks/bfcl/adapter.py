@@ -150,7 +150,7 @@ class BFCLAdapter(BenchmarkAdapter):
         self._examples: dict[str, list[dict[str, Any]]] = {}
         if category is not None:
             expand_split(category)  # raises on an unknown category
-            self.splits = (category, *[s for s in type(self).splits if s != category])
+            self.default_split = category
 
     # -- data ---------------------------------------------------------------------------
     def load_tasks(self, split: str) -> list[Task]:
