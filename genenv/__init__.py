@@ -33,6 +33,9 @@ _LAZY = {
     "GenEnvConfig": "genenv.coevolution",
     "AlphaCurriculum": "genenv.curriculum.alpha",
     "AlphaCurriculumConfig": "genenv.curriculum.alpha",
+    "CurriculumConfig": "genenv.curriculum.config",
+    "LearnabilityCurriculum": "genenv.curriculum.learnability",
+    "LearnabilityConfig": "genenv.curriculum.learnability",
 }
 
 __all__ = [

@@ -140,8 +140,8 @@ class GRPOAgentConfig:
         engine_compute_type: ``"int8"`` or ``"float32"`` (CTranslate2 only).
         engine_sync_every: optimizer steps between weight syncs into a CTranslate2 engine (1: every step, the
             engine always samples from the current policy); the first rollout of each :meth:`GRPOAgentTrainer.train`
-            call always checks. 4 by measurement on SmolLM2: a sync costs 29 s in int8 (9 s in float32) against
-            a GRPO step of about 60-120 s on 2 shared cores (docs/engines.md).
+            call always checks. A sync converts the whole model, so syncing every few steps trades a little
+            staleness for much less conversion time (measured: results/README.md, docs/engines.md).
         vllm_mode: ``"colocate"`` or ``"server"`` (TRL's ``vllm_mode``).
         bf16: mixed precision; ``None`` means bfloat16 on a CUDA device that supports it, off on CPU (TRL
             defaults to True, which fails on CPU).
