@@ -6,7 +6,8 @@ trainer (the model unwrapped as TRL unwraps it for generation, TRL's generation 
 On CPU, ``generate`` runs hundreds of small OpenMP parallel regions per token, and libgomp's threads spin between
 them by default. When another job shares the cores, the spinning threads of each job take the cores the other's
 threads are waiting for, and ``generate`` runs many times slower; ``OMP_WAIT_POLICY=PASSIVE`` or one thread per job
-avoids it, and CTranslate2 is not affected (measured: ``performance/hf_contention.py``, results/README.md). The wait policy is read when torch loads, so genenv cannot change it
+avoids it, and CTranslate2 is not affected (measured: ``performance/hf_contention.py``, results/README.md). The wait
+policy is read when torch loads, so genenv cannot change it
 for a running process; :func:`warn_if_contended` says what to do when a job starts on a busy machine.
 """
 
