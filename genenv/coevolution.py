@@ -103,7 +103,7 @@ class ValidationConfig:
     """The held-out tasks scored before training, after the warm start and after epochs.
 
     Args:
-        split: the held-out benchmark split (``None``: the benchmark's ``validation_split``; no such split: none).
+        split: the held-out benchmark split (``None``: the adapter's ``validation_split``; it has none: no scoring).
         limit: tasks scored (a fixed subset of the split, the same for every ``seed``); ``0``: none (ZeRO-3:
             validation generates on the main process, which sharded weights do not allow).
         every: score them after every ``every``-th epoch (epochs ``n-1``, ``2n-1``, ...) and after the last; the score
@@ -224,7 +224,8 @@ class GenEnvConfig:
         tasks_per_epoch: fresh tasks the agent trains on per epoch.
         replay_tasks: tasks replayed per epoch from D_train (base data and earlier epochs).
         base_split: the benchmark's training split, whose tasks and expert traces seed D_train as base data (and the
-            pool of ``curriculum.name="learnability"``); ``None``: none. Never a split evaluation or validation uses.
+            pool of ``curriculum.name="learnability"``); ``None``: the adapter's ``base_split``. Never a split
+            evaluation or validation uses.
         base_limit: at most this many tasks of ``base_split``, evenly spread over it (``None``: all); for splits
             whose expert traces are slow to make (ALFWorld replays every game).
         seed: seeds task sampling, generation and both trainers.
@@ -285,6 +286,19 @@ class GenEnvConfig:
             "rwr": RWRConfig,
         }
 
+    def for_benchmark(self, adapter: BenchmarkAdapter) -> GenEnvConfig:
+        """These settings with what they leave to the benchmark filled in from its adapter: ``base_split`` (and then
+        ``base_limit``) and ``validation.split`` left at ``None`` are the adapter's."""
+        if self.base_split is not None and self.validation.split is not None:
+            return self
+        base = (
+            (self.base_split, self.base_limit)
+            if self.base_split
+            else (adapter.base_split, self.base_limit or adapter.base_limit)
+        )
+        validation = replace(self.validation, split=self.validation.split or adapter.validation_split)
+        return replace(self, base_split=base[0], base_limit=base[1], validation=validation)
+
     @property
     def simulator_model(self) -> str:
         """The simulator's model: its own setting, or the agent's."""
@@ -320,11 +334,11 @@ class CoEvolutionTrainer:
             raise
 
     def _build(self, resume: bool) -> None:
-        config = self.config
         device = str(self.processes.device)
         self.adapter: BenchmarkAdapter = get_benchmark(
-            config.benchmark, data_dir=config.data_dir, **config.adapter_options
+            self.config.benchmark, data_dir=self.config.data_dir, **self.config.adapter_options
         )
+        config = self.config = self.config.for_benchmark(self.adapter)
         for key, split in (
             ("coevolution.base_split", config.base_split),
             ("validation.split", config.validation.split),

@@ -65,14 +65,17 @@ def genenv_config(cfg: DictConfig) -> GenEnvConfig:
         name: OmegaConf.to_container(cfg[name], resolve=True) for name in GenEnvConfig.groups()
     }
     groups["agent"]["max_turns"] = episode_turns(cfg, groups["agent"].get("max_turns"))
-    groups["validation"]["split"] = groups["validation"]["split"] or bench.get("validation_split")
+    groups["validation"]["split"] = groups["validation"]["split"] or bench.validation_split
+    loop = OmegaConf.to_container(cfg.coevolution, resolve=True)
+    if loop["base_split"] is None:  # the bench node's (the adapter's unless bench.base_split=... says otherwise)
+        loop["base_split"], loop["base_limit"] = bench.base_split, loop["base_limit"] or bench.base_limit
     return GenEnvConfig(
         benchmark=bench.name,
         data_dir=str(data_dir) if data_dir else None,
         adapter_options=adapter_options(cfg),
         run_dir=str(cfg.run_dir),
         agent_model=cfg.model.name,
-        **OmegaConf.to_container(cfg.coevolution, resolve=True),
+        **loop,
         **groups,
     )
 

@@ -136,22 +136,25 @@ def test_every_default_is_the_same_from_python_and_from_the_command_line():
     import dataclasses
 
     from genenv.agents.grpo import GRPOAgentConfig
-    from genenv.coevolution import GenEnvConfig, ValidationConfig
+    from genenv.benchmarks.base import get_benchmark
+    from genenv.coevolution import GenEnvConfig
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["+bench=reasoning_gym", "run_dir=/tmp/unused"])
-    bench = cfg.bench
+    by_command_line = genenv_config(cfg)
+    adapter = get_benchmark("reasoning_gym")
     by_python = GenEnvConfig(
         benchmark="reasoning_gym",
-        adapter_options=dict(bench.options),
         run_dir="/tmp/unused",
-        base_split=bench.base_split,
-        validation=ValidationConfig(split=bench.validation_split),
-        agent=GRPOAgentConfig(max_turns=bench.max_turns),
+        data_dir=by_command_line.data_dir,  # where GENENV_DATA_DIR points, as the command line reads it
+        adapter_options=adapter.bench_defaults()["options"],  # the adapter's keyword defaults, as the bench node says
+        agent=GRPOAgentConfig(max_turns=adapter.max_turns),
     )
-    by_command_line = genenv_config(cfg)
-    by_python.data_dir = by_command_line.data_dir  # where GENENV_DATA_DIR points, as the command line reads it
-    assert dataclasses.asdict(by_command_line) == dataclasses.asdict(by_python)
+    # what the trainer runs: the settings left to the benchmark filled in from its adapter
+    assert dataclasses.asdict(by_command_line.for_benchmark(adapter)) == dataclasses.asdict(
+        by_python.for_benchmark(adapter)
+    )
+    assert by_python.for_benchmark(adapter).validation.split == "validation"
 
 
 def test_the_alpha_curriculum_for_any_loop_shares_the_trainers_defaults():
