@@ -4,6 +4,7 @@ outside the checkout, with no YAML in genenv."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -23,9 +24,11 @@ TINY_TRAINING = [
 @pytest.fixture(scope="module")
 def shop_env(tmp_path_factory) -> dict[str, str]:
     """The environment of a process that sees the example package installed (``pip install --target``)."""
-    target = tmp_path_factory.mktemp("shop") / "site"
+    root = tmp_path_factory.mktemp("shop")
+    source = shutil.copytree(REPO / "examples" / "new_benchmark", root / "source")  # its build files stay out of it
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target"]
-    subprocess.run([*install, str(target), str(REPO / "examples" / "new_benchmark")], check=True, timeout=600)
+    subprocess.run([*install, str(root / "site"), str(source)], check=True, timeout=600)
+    target = root / "site"
     env = child_env()
     env["PYTHONPATH"] = os.pathsep.join([str(target), env["PYTHONPATH"]])
     return env
