@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import load_script
+from gate import gate
 
 
 def _row(per_key: dict[str, tuple[float, float]]) -> dict:
@@ -11,7 +11,6 @@ def _row(per_key: dict[str, tuple[float, float]]) -> dict:
 
 
 def test_graded_keys_over_two_levels_with_low_icc_and_a_ladder_pass():
-    gate = load_script("experiments/curriculum/gate.py").gate
     result = gate(_row({"a@0": (0.7, 0.4), "a@1": (0.4, 0.5), "b@1": (0.3, 0.45), "b@4": (0.02, 0.9)}))
     assert result["a_graded_success"]["passed"] and result["b_ladder"]["passed"]
     assert result["a_graded_success"]["graded_keys"] == ["a@0", "a@1", "b@1"]  # b@4 (0.02) is not graded
@@ -19,7 +18,6 @@ def test_graded_keys_over_two_levels_with_low_icc_and_a_ladder_pass():
 
 
 def test_high_icc_too_few_graded_keys_or_no_ladder_fail():
-    gate = load_script("experiments/curriculum/gate.py").gate
     high_icc = gate(_row({"a@0": (0.7, 0.6), "a@1": (0.4, 0.6), "b@1": (0.3, 0.5), "b@4": (0.0, 1.0)}))
     assert not high_icc["a_graded_success"]["passed"] and high_icc["b_ladder"]["passed"]
     one_level = gate(_row({"a@1": (0.5, 0.1), "b@1": (0.5, 0.1), "c@1": (0.5, 0.1), "c@2": (0.95, 0.1)}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import load_script
+import verdict
 
 
 def _record(epoch: int, p_per_task: list[float], *, episodes: int | None = None, **extra) -> dict:
@@ -27,7 +27,6 @@ def _run(verdict, curriculum: str, seed: int, mixed: list[int], *, warm=None, fi
 
 
 def test_an_epochs_signal_counts_mixed_groups_per_thousand_episodes_and_the_distance_from_alpha():
-    verdict = load_script("experiments/curriculum/verdict.py")
     signal = verdict.epoch_signal(_record(1, [0.0, 0.25, 0.5, 1.0]))
     assert signal["informative"] == 2 and signal["share"] == 0.5
     assert signal["per_1000"] == pytest.approx(1000 * 2 / 32)
@@ -67,7 +66,6 @@ FLAT = [[0, 2, 2, 2, 2]] * 4
     ],
 )
 def test_the_verdict_of_four_seeds_whose_epochs_differ(genenv, expected):
-    verdict = load_script("experiments/curriculum/verdict.py")
     runs = _arms(verdict, genenv, FLAT)
     first, mech = verdict.primary(runs), verdict.mechanism(runs)
     per_seed = [1000 * (sum(g[1:]) - 8) / 4 / 64 for g in genenv]  # Random has 2 a epoch
@@ -83,7 +81,6 @@ def test_the_verdict_of_four_seeds_whose_epochs_differ(genenv, expected):
 
 
 def test_the_mechanism_pairs_epochs_3_and_4_and_an_arm_short_of_epoch_4_leaves_the_verdict_open():
-    verdict = load_script("experiments/curriculum/verdict.py")
     runs = _arms(verdict, [[0, 4, 5, 4, 5], [0, 5, 4, 5, 4]], [[8, 2, 2, 2, 2], [8, 2, 2, 3, 2]])
     mech = verdict.mechanism(runs)  # distance = 0.5 x the share of tasks at p = 0
     assert mech["genenv_minus_random_epochs_3_4"]["difference"] == pytest.approx(-0.5 * (2.5 + 2.0) / 2 / 8)
@@ -101,7 +98,6 @@ def _decided(d: float, low: float, high: float, late_high: float | None = 0.01, 
 
 
 def test_the_verdicts_boundaries():
-    verdict = load_script("experiments/curriculum/verdict.py")
     goal, against = verdict.GOAL, verdict.AGAINST
     assert (goal, against) == (12.5, 3.75)  # the written thresholds
     assert verdict.verdict(True, *_decided(goal, 1e-9, 20)) == AT_GOAL
@@ -116,7 +112,6 @@ def test_the_verdicts_boundaries():
 
 
 def test_the_verdict_says_where_the_seed_level_test_disagrees():
-    verdict = load_script("experiments/curriculum/verdict.py")
     from genenv.significance import seed_level
 
     spread, agree = seed_level([22.5, 6.8, 6.8, 0.0]), seed_level([9.0, 9.5, 8.5, 9.2])
@@ -127,7 +122,6 @@ def test_the_verdict_says_where_the_seed_level_test_disagrees():
 
 
 def test_secondary_is_the_gain_per_thousand_episodes_on_the_frontier_items_of_the_shared_warm_start():
-    verdict = load_script("experiments/curriculum/verdict.py")
     warm = [0.0, 0.25, 0.5, 1.0]  # frontier: items 1 and 2
     runs = [
         _run(verdict, "genenv", 0, [1] * 5, warm=warm, final=[1.0, 0.75, 0.5, 0.0]),
@@ -144,7 +138,6 @@ def test_secondary_is_the_gain_per_thousand_episodes_on_the_frontier_items_of_th
 
 
 def test_calibration_reads_gate_c_from_random_round_0_and_the_rwr_criterion_from_rounds_3_and_4(tmp_path):
-    verdict = load_script("experiments/curriculum/verdict.py")
 
     def write(name: str, shares: list[float], distances: list[float], success: float = 0.15) -> None:
         rows = [
@@ -170,7 +163,6 @@ def test_calibration_reads_gate_c_from_random_round_0_and_the_rwr_criterion_from
 
 
 def test_the_summary_and_figures_of_a_testbed_folder(tmp_path):
-    verdict = load_script("experiments/curriculum/verdict.py")
     folder = tmp_path / "bed"
     (folder / "runs").mkdir(parents=True)
     (folder / "calibration").mkdir()

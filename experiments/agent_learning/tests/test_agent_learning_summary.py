@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 
+import agent_learning
 import pytest
-from conftest import load_script
 
 
 def test_copies_of_a_question_are_averaged_into_one_item_in_first_seen_order():
-    module = load_script("experiments/agent_learning/agent_learning.py")
-    assert module.merged_copies([1.0, 0.5, 0.0, 1.0], ["a", "b", "a", "c"]) == [0.5, 0.5, 1.0]
+    assert agent_learning.merged_copies([1.0, 0.5, 0.0, 1.0], ["a", "b", "a", "c"]) == [0.5, 0.5, 1.0]
     with pytest.raises(ValueError):  # a score without its question is an error, not a silent cut
-        module.merged_copies([1.0, 0.5], ["a"])
+        agent_learning.merged_copies([1.0, 0.5], ["a"])
 
 
 def _run(seed: int, before: list[float], after: list[float]) -> dict:
@@ -37,8 +36,7 @@ def _run(seed: int, before: list[float], after: list[float]) -> dict:
 
 
 def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_path):
-    module = load_script("experiments/agent_learning/agent_learning.py")
-    questions = module.held_out_questions(_run(0, [0.0] * 153, [0.0] * 153))
+    questions = agent_learning.held_out_questions(_run(0, [0.0] * 153, [0.0] * 153))
     assert len(questions) == 153 and len(set(questions)) < 153  # the validation split repeats some questions
     seen: set[str] = set()
     after = []
@@ -48,7 +46,7 @@ def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_pat
     for seed in (1, 2):
         (tmp_path / f"t-s{seed}.json").write_text(json.dumps(_run(seed, [0.0] * 153, after)))
     out = tmp_path / "summary.json"
-    module.main(["summary", "t", "--runs-dir", str(tmp_path), "--output", str(out)])
+    agent_learning.main(["summary", "t", "--runs-dir", str(tmp_path), "--output", str(out)])
     result = json.loads(out.read_text())
     assert result["warm_start_to_final"]["mean"] == pytest.approx(len(seen) / 153)
     merged = result["distinct_questions"]
@@ -59,11 +57,10 @@ def test_summary_reports_the_rise_over_items_and_over_distinct_questions(tmp_pat
 
 
 def test_compare_reads_two_runs_item_by_item_and_groups_items_by_their_warm_start_score(tmp_path, capsys):
-    module = load_script("experiments/agent_learning/agent_learning.py")
     before = [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
     (tmp_path / "anchored-s0.json").write_text(json.dumps(_run(0, before, [0.5, 0.0, 0.5, 1.0, 1.0, 1.0])))
     (tmp_path / "free-s0.json").write_text(json.dumps(_run(0, before, [1.0, 0.0, 0.25, 0.5, 1.0, 0.0])))
-    module.main(["compare", "anchored-s0", "free-s0", "--runs-dir", str(tmp_path)])
+    agent_learning.main(["compare", "anchored-s0", "free-s0", "--runs-dir", str(tmp_path)])
     result = json.loads(capsys.readouterr().out)
     anchored, free = result["anchored-s0"], result["free-s0"]
     assert anchored["rise"] == pytest.approx(0.5 / 6) and (anchored["up"], anchored["down"]) == (1, 0)
@@ -78,13 +75,12 @@ def test_compare_reads_two_runs_item_by_item_and_groups_items_by_their_warm_star
 
 
 def test_compare_refuses_runs_scored_on_other_items(tmp_path):
-    module = load_script("experiments/agent_learning/agent_learning.py")
     (tmp_path / "a-s0.json").write_text(json.dumps(_run(0, [0.0] * 3, [1.0] * 3)))
     (tmp_path / "b-s0.json").write_text(json.dumps(_run(0, [0.0] * 4, [1.0] * 4)))
     with pytest.raises(SystemExit, match="not scored on the same held-out items"):
-        module.main(["compare", "a-s0", "b-s0", "--runs-dir", str(tmp_path)])
+        agent_learning.main(["compare", "a-s0", "b-s0", "--runs-dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="no such run"):
-        module.main(["compare", "a-s0", "c-s0", "--runs-dir", str(tmp_path)])
+        agent_learning.main(["compare", "a-s0", "c-s0", "--runs-dir", str(tmp_path)])
 
 
 def _scored(seed: int, before: list[float], after: list[float], warm_start: int) -> dict:
@@ -92,7 +88,6 @@ def _scored(seed: int, before: list[float], after: list[float], warm_start: int)
 
 
 def test_grpo_vs_sft_pairs_each_seed_grpo_after_with_the_larger_warm_start_item_by_item(tmp_path):
-    module = load_script("experiments/agent_learning/agent_learning.py")
     n = 40  # per seed: GRPO's agent solves items 0-19 (and 20-21 on seed 2), the 128-trace warm start items 0-15
     grpo = {1: [1.0] * 20 + [0.0] * 20, 2: [1.0] * 22 + [0.0] * 18}
     sft = {1: [1.0] * 16 + [0.0] * 24, 2: [1.0] * 16 + [0.0] * 24}
@@ -100,7 +95,9 @@ def test_grpo_vs_sft_pairs_each_seed_grpo_after_with_the_larger_warm_start_item_
         (tmp_path / f"few-s{seed}.json").write_text(json.dumps(_scored(seed, [0.0] * n, grpo[seed], 32)))
         (tmp_path / f"more-s{seed}.json").write_text(json.dumps(_scored(seed, sft[seed], [0.5] * n, 128)))
     out = tmp_path / "grpo_vs_sft.json"
-    module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path), "--output", str(out)])
+    agent_learning.main(
+        ["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path), "--output", str(out)]
+    )
     result = json.loads(out.read_text())
     assert result["seeds"] == [1, 2]
     assert result["grpo_after"] == pytest.approx((20 + 22) / 2 / n)
@@ -111,22 +108,22 @@ def test_grpo_vs_sft_pairs_each_seed_grpo_after_with_the_larger_warm_start_item_
     assert result["draws"] == "exact" and result["low_mc_error"] == result["high_mc_error"] == 0  # 0/1 scores
     assert result["warm_start_examples"] == {"grpo": 32, "sft": 128}
     assert result["seed_level"]["seeds"] == 2 and result["seed_level"]["sign_flip_p"] == 0.5
-    decided = module.grpo_vs_sft_verdict([4 / n, 6 / n], result["low"], result["high"])
+    decided = agent_learning.grpo_vs_sft_verdict([4 / n, 6 / n], result["low"], result["high"])
     assert decided == "GRPO from 32 traces ends above SFT on 128 traces"
-    assert result["verdict"] == decided + module.stated_verdict("", result["low"], result["high"], result["seed_level"])
+    stated = agent_learning.stated_verdict("", result["low"], result["high"], result["seed_level"])
+    assert result["verdict"] == decided + stated
     fourth = result["outside_the_verdict"]
     assert fourth["grpo_from_more_sft"] == 0.5
     assert fourth["grpo_from_more_sft_minus_grpo_after"]["mean"] == pytest.approx(0.5 - 42 / 2 / n)
 
 
 def test_grpo_vs_sft_refuses_other_seeds_and_other_scoring(tmp_path):
-    module = load_script("experiments/agent_learning/agent_learning.py")
     (tmp_path / "few-s1.json").write_text(json.dumps(_scored(1, [0.0] * 3, [1.0] * 3, 32)))
     (tmp_path / "more-s2.json").write_text(json.dumps(_scored(2, [0.0] * 3, [1.0] * 3, 128)))
     with pytest.raises(SystemExit, match="the comparison needs the same seeds"):
-        module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])
+        agent_learning.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])
     greedy = {**_scored(1, [0.0] * 3, [1.0] * 3, 128), "eval": "greedy"}
     (tmp_path / "more-s2.json").unlink()
     (tmp_path / "more-s1.json").write_text(json.dumps(greedy))
     with pytest.raises(SystemExit, match="not scored on the same held-out items the same way"):
-        module.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])
+        agent_learning.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])

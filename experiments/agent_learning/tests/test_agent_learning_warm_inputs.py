@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 
+import agent_learning
 import pytest
-from conftest import load_script
 
 TINY = ["--model", "tiny", "--held-out-per-level", "1"]
 
 
 def test_seeds_draw_their_own_traces_and_initial_adapter(tmp_path, monkeypatch, one_torch_thread):
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("experiments/agent_learning/agent_learning.py")
     out = tmp_path / "inputs.json"
-    module.main(["warm-inputs", "--seeds", "0", "1", "--warm-start", "8", "--out", str(out), *TINY])
+    agent_learning.main(["warm-inputs", "--seeds", "0", "1", "--warm-start", "8", "--out", str(out), *TINY])
     first = json.loads(out.read_text())
-    module.main(["warm-inputs", "--seeds", "0", "--warm-start", "4", "--out", str(out), *TINY])
+    agent_learning.main(["warm-inputs", "--seeds", "0", "--warm-start", "4", "--out", str(out), *TINY])
     again = json.loads(out.read_text())["seeds"]["0"]
     zero, one = first["seeds"]["0"], first["seeds"]["1"]
     assert len(zero["traces"]) == len(one["traces"]) == 8 and zero["traces"] != one["traces"]
@@ -36,20 +35,19 @@ def _warm(tmp_path, stem: str, before: list[float], evaluation: str = "mean4") -
 
 
 def test_warm_scores_tell_one_agent_rescored_from_agents_that_differ(tmp_path, capsys):
-    module = load_script("experiments/agent_learning/agent_learning.py")
     n = 153  # 17 items a family-level, FAMILIES' nine
     half = [0.5] * n  # every item solved by 2 of 4 samples
     _warm(tmp_path, "a-s1", half)
     _warm(tmp_path, "a-s2", [0.75 if i % 2 else 0.25 for i in range(n)])  # 1 or 3 of 4: as one agent's resampling
-    module.main(["warm-scores", "a-s1", "a-s2", "--draws", "2000", "--runs-dir", str(tmp_path)])
+    agent_learning.main(["warm-scores", "a-s1", "a-s2", "--draws", "2000", "--runs-dir", str(tmp_path)])
     same = json.loads(capsys.readouterr().out)
     assert same["solved"] == {"a-s1": 2 * n, "a-s2": 77 + 3 * 76} and same["items_that_differ"] == {"a-s1 a-s2": n}
     assert same["per_family_level"]["basic_arithmetic@0"] == {"a-s1": 34, "a-s2": 9 + 3 * 8}
     assert same["one_agent_test"]["p"] > 0.05 and same["one_agent_test"]["items_with_spread"] == n
     _warm(tmp_path, "b-s2", [1.0 if i % 2 else 0.0 for i in range(n)])  # every item at 0 or 4 of 4: another agent
-    module.main(["warm-scores", "a-s1", "b-s2", "--draws", "2000", "--runs-dir", str(tmp_path)])
+    agent_learning.main(["warm-scores", "a-s1", "b-s2", "--draws", "2000", "--runs-dir", str(tmp_path)])
     other = json.loads(capsys.readouterr().out)
     assert other["solved"] == {"a-s1": 2 * n, "b-s2": 4 * 76} and other["one_agent_test"]["p"] == 0.0
     _warm(tmp_path, "g-s3", half, evaluation="greedy")
     with pytest.raises(SystemExit, match="mean of 4"):
-        module.main(["warm-scores", "a-s1", "g-s3", "--runs-dir", str(tmp_path)])
+        agent_learning.main(["warm-scores", "a-s1", "g-s3", "--runs-dir", str(tmp_path)])

@@ -1,9 +1,9 @@
-"""Shared fixtures: where the benchmark data is, the tiny random policy, a run lock held by a live process, and the
-benchmark and experiment scripts as modules."""
+"""Shared fixtures of the library's tests (tests/) and of the experiments' tests (experiments/*/tests/): where the
+benchmark data is, the tiny random policy, a run lock held by a live process. Test modules import its helpers as
+``conftest``; it is the only conftest.py, so that name means this file under ``pytest -n N`` and for one file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,12 +11,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from local_server import chat_server, llama_server, tiny_model_dir, transformers_server  # noqa: F401 (fixtures)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parent
 DATA_ROOT = Path(os.environ.get("GENENV_DATA_DIR") or REPO.parent / "shared" / "data")
 if DATA_ROOT.is_dir():
     os.environ.setdefault("GENENV_DATA_DIR", str(DATA_ROOT))
@@ -92,22 +91,6 @@ def two_epoch_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     CoEvolutionTrainer(tiny_config(run_dir, epochs=2)).train()
     return run_dir
-
-
-def load_script(path: str) -> ModuleType:
-    """The script at ``path`` (from the repository root) as a module; it imports its neighbours as it does on the
-    command line."""
-    script = REPO / path
-    folder = str(script.parent)
-    sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.spec_from_file_location(script.stem, script)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[script.stem] = module  # as an import would: dataclasses look their module up there
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(folder)
-    return module
 
 
 def random_lora(model, std: float = 2.0):

@@ -6,8 +6,10 @@ import subprocess
 import sys
 import time
 
+import agent_learning
+import driver
 import pytest
-from conftest import REPO, data_dir, load_script, lock_held_by_live_process
+from conftest import REPO, data_dir, lock_held_by_live_process
 from hydra import compose, initialize_config_dir
 
 from genenv.config import CONFIG_DIR
@@ -69,11 +71,10 @@ def test_the_repository_commits_the_experiments_metrics_copies():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
     copy = REPO / "results/curriculum/reasoning_gym/runs/genenv-s0.jsonl"
-    assert not load_script("experiments/curriculum/driver.py").ignored_by_git(copy)
+    assert not driver.ignored_by_git(copy)
 
 
 def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_archive(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_text("runs/\n")  # unanchored: also matches results/<testbed>/runs/
     run_dir = tmp_path / "work" / "reasoning_gym" / "genenv-s0"
@@ -93,7 +94,6 @@ def test_metrics_that_git_would_ignore_stop_the_driver_before_it_deletes_an_arch
 @pytest.mark.parametrize("testbed", ["reasoning_gym", "reasoning_gym_expressions", "reasoning_gym_expressions_t10",
                                      "reasoning_gym_worked", "apibank", "apibank_learning"])  # fmt: skip
 def test_every_testbed_composes_into_a_training_config(testbed):
-    driver = load_script("experiments/curriculum/driver.py")
     config = driver.testbed_config(testbed)  # what the report reads alpha, the band, beta and the window from
     assert config.epochs == driver.epochs_of(driver.TESTBEDS[testbed]) and config.agent.num_generations >= 4
     assert config.curriculum.name == "genenv" and (
@@ -104,7 +104,6 @@ def test_every_testbed_composes_into_a_training_config(testbed):
 
 
 def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_rollout_temperature_only():
-    driver = load_script("experiments/curriculum/driver.py")
     composed = {}
     for testbed in ("reasoning_gym_expressions", "reasoning_gym_expressions_t10"):
         overrides = driver.TESTBEDS[testbed]
@@ -117,8 +116,6 @@ def test_the_temperature_testbed_differs_from_the_expression_testbed_in_the_roll
 
 
 def test_the_worked_testbed_trains_the_agent_as_the_agent_learning_benchmark_does_at_the_gates_temperature():
-    driver = load_script("experiments/curriculum/driver.py")
-    agent_learning = load_script("experiments/agent_learning/agent_learning.py")
     config = driver.testbed_config("reasoning_gym_worked")
     settings = {**agent_learning.AGENT, "learning_rate": 1e-4, "temperature": 1.0}
     assert {key: getattr(config.agent, key) for key in settings} == settings
@@ -153,7 +150,6 @@ def test_the_curricula_of_a_seed_share_one_warm_start_and_it_travels_with_save(t
 
 
 def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     source = tmp_path / "genenv-s0"
     (source / "checkpoints" / "warm-start").mkdir(parents=True)
     (source / "checkpoints" / "warm-start" / "state.json").write_text(json.dumps({"metrics": {}, "seconds": 9.0}))
@@ -177,7 +173,6 @@ def test_a_warm_start_made_with_other_settings_is_not_shared(tmp_path):
 
 def test_a_warm_start_kept_with_the_simulators_settings_is_shared(tmp_path):
     """A copy whose stored settings still list rwr.* (kept before the filter dropped them) serves every curriculum."""
-    driver = load_script("experiments/curriculum/driver.py")
     copy = tmp_path / "warm-start-s0" / "checkpoints" / "warm-start"
     copy.mkdir(parents=True)
     settings = ["model=qwen05", "rwr.seed=0"]
@@ -202,7 +197,6 @@ def _pool_run(run_dir, overrides, epoch_recorded=True, batches=1):
 
 
 def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_in_the_agent_only(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     settings = ["model=qwen05", "simulator.temperature=0.8", "curriculum=offline", "coevolution.seed=0"]
     source = tmp_path / "testbed_a" / "offline-s0"
     _pool_run(source, [*settings, "agent.temperature=0.6", "agent.seed=0", "run_dir=/a", "resume=false"])
@@ -222,7 +216,6 @@ def test_an_offline_pool_is_shared_with_the_same_run_of_a_testbed_that_differs_i
 
 
 def test_a_pool_still_being_written_is_not_shared(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     overrides = ["model=qwen05", "curriculum=static", "coevolution.seed=0"]
     _pool_run(tmp_path / "testbed_a" / "static-s0", overrides, epoch_recorded=False)
     assert driver.share_pool(tmp_path / "testbed_b" / "static-s0", 0, overrides) is None
@@ -231,7 +224,6 @@ def test_a_pool_still_being_written_is_not_shared(tmp_path):
 def test_static_and_offline_runs_of_a_seed_share_the_longest_pool_draft_and_wait_for_one_being_written(tmp_path):
     """A static pool is the start of the offline pool of its seed (tests/test_resume.py: the trainer reads only the
     batches it needs), so either starts from the other's, in its own testbed or another."""
-    driver = load_script("experiments/curriculum/driver.py")
     settings = ["model=qwen05", "coevolution.seed=0", "coevolution.epochs=8"]
     for curriculum, batches in [("static", 3), ("offline", 9)]:
         overrides = [*settings, f"curriculum={curriculum}", "agent.temperature=0.6"]
@@ -260,7 +252,6 @@ def test_static_and_offline_runs_of_a_seed_share_the_longest_pool_draft_and_wait
 
 
 def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path, monkeypatch):
-    driver = load_script("experiments/curriculum/driver.py")
     for testbed, run in [
         ("a", "static-s0"),
         ("a", "genenv-s0"),
@@ -279,7 +270,6 @@ def test_the_archived_pools_of_other_testbeds_are_unpacked_for_sharing(tmp_path,
 
 
 def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     unfinished = driver.shared_warm_start(tmp_path / "work" / "reasoning_gym", 0)
     unfinished = unfinished.with_name(unfinished.name + driver.UNFINISHED_COPY)
     (unfinished / "checkpoints" / "warm-start").mkdir(parents=True)  # a driver killed while copying
@@ -288,7 +278,6 @@ def test_save_leaves_out_a_shared_warm_start_whose_copy_was_cut_short(tmp_path):
 
 
 def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     run_dir = tmp_path / "runs" / "reasoning_gym" / "genenv-s0"
     assert not driver.held_elsewhere(run_dir)
     out = tmp_path / "driver.out"
@@ -316,7 +305,6 @@ def test_a_run_another_trainer_holds_counts_as_busy_and_is_not_started_again(tmp
 
 
 def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_share(tmp_path):
-    driver = load_script("experiments/curriculum/driver.py")
     pending = [("random", 0), ("static", 1)]
     busy = [("genenv-s0", 0)]
     assert driver.next_startable(pending, tmp_path, busy, []) == ("static", 1)  # genenv-s0 is making seed 0's
@@ -338,7 +326,6 @@ def test_a_run_waits_while_a_busy_run_of_its_seed_makes_the_warm_start_it_would_
 
 def test_runs_that_have_begun_go_before_new_ones(tmp_path):
     """A continued experiment finishes the runs it started (or unpacked from a save) before it starts others."""
-    driver = load_script("experiments/curriculum/driver.py")
     pending = [("static", 0), ("offline", 0), ("genenv", 2), ("random", 2)]
     assert driver.begun_first(pending, tmp_path) == pending
     for name in ("random-s2", "genenv-s2"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import data_dir, load_script
+import agent_learning
+from conftest import data_dir
 
 TINY = [
     "--model", "tiny", "--seed", "3", "--warm-start", "2", "--episodes", "4", "--steps-per-call", "1",
@@ -20,9 +21,8 @@ def test_an_apibank_run_scores_the_learning_runs_samples_and_shares_its_warm_sta
 ):
     data_dir("apibank")
     monkeypatch.setenv("GENENV_STATE_DIR", str(tmp_path / "state"))
-    module = load_script("experiments/agent_learning/agent_learning.py")
     runs = tmp_path / "runs"
-    module.main(["run", "first", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
+    agent_learning.main(["run", "first", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
     first = json.loads((runs / "first-s3.json").read_text())
     assert first["bench"] == "apibank" and first["answer_format"] is None
     assert first["agent"]["few_shot"] == "own" and first["agent"]["max_turns"] == 2  # --set over the bench's 4
@@ -32,7 +32,7 @@ def test_an_apibank_run_scores_the_learning_runs_samples_and_shares_its_warm_sta
     warm = list((tmp_path / "state" / "agent_learning").glob("warm-tiny-apibank-n2-*-s3"))
     assert len(warm) == 1 and (warm[0] / "held_out-greedy-max_new_tokens8-max_turns2-level-1-api-3.json").exists()
 
-    module.main(["run", "second", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
+    agent_learning.main(["run", "second", "--bench", "apibank", "--runs-dir", str(runs), *TINY])
     second = json.loads((runs / "second-s3.json").read_text())
     assert second["held_out_before"] == first["held_out_before"]  # the same warm start, scored once
 

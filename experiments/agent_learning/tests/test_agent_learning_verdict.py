@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+import agent_learning
 import pytest
-from conftest import load_script
 
 #: the exact wording of each branch: a change to any of them must be a deliberate change of this test
 RISE = "GRPO raises the agent above its warm start"
@@ -21,18 +21,13 @@ SEEDS_DO_NOT_EXCLUDE = (
 SEEDS_EXCLUDE = "; the t-test over the 3 seeds excludes 0, the bootstrap interval does not"
 
 
-@pytest.fixture(scope="module")
-def module():
-    return load_script("experiments/agent_learning/agent_learning.py")
-
-
 def _items(up: int, down: int, n: int = 160) -> tuple[list[float], list[float]]:
     """A run of ``n`` items scored as the mean of 4 samples: before 0.5 on every item; after, ``up`` items a sample
     higher, ``down`` a sample lower (so its items' rises vary and the bootstrap has a spread)."""
     return [0.5] * n, [0.75] * up + [0.25] * down + [0.5] * (n - up - down)
 
 
-def _summary(module, tmp_path, moves: list[tuple[int, int]], items=_items) -> dict:
+def _summary(tmp_path, moves: list[tuple[int, int]], items=_items) -> dict:
     for seed, (up, down) in enumerate(moves):
         before, after = items(up, down)
         run = {
@@ -53,7 +48,7 @@ def _summary(module, tmp_path, moves: list[tuple[int, int]], items=_items) -> di
         }
         (tmp_path / f"v-s{seed}.json").write_text(json.dumps(run))
     out = tmp_path / "summary.json"
-    module.main(["summary", "v", "--runs-dir", str(tmp_path), "--output", str(out)])
+    agent_learning.main(["summary", "v", "--runs-dir", str(tmp_path), "--output", str(out)])
     return json.loads(out.read_text())
 
 
@@ -69,8 +64,8 @@ def _summary(module, tmp_path, moves: list[tuple[int, int]], items=_items) -> di
         ([(80, 76), (81, 76), (80, 75)], NULL + SEEDS_EXCLUDE),  # +0.006 to +0.008: seeds agree, items noisy
     ],
 )
-def test_the_summary_verdict_on_each_branch(module, tmp_path, moves, expected):
-    result = _summary(module, tmp_path, moves)
+def test_the_summary_verdict_on_each_branch(tmp_path, moves, expected):
+    result = _summary(tmp_path, moves)
     interval = result["warm_start_to_final"]
     assert interval["mean"] == pytest.approx(sum(0.25 * (u - d) / 160 for u, d in moves) / 3)
     assert interval["low"] < interval["mean"] < interval["high"]  # the items' spread gives the interval its width
@@ -79,30 +74,30 @@ def test_the_summary_verdict_on_each_branch(module, tmp_path, moves, expected):
     assert result["seed_level"]["t_interval"] == [result["between_seeds_t_interval"][k] for k in ("low", "high")]
 
 
-def test_scores_off_the_grid_are_bootstrapped_with_the_bounds_monte_carlo_error(module, tmp_path, monkeypatch):
-    monkeypatch.setattr(module, "DRAWS", 20_000)
+def test_scores_off_the_grid_are_bootstrapped_with_the_bounds_monte_carlo_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent_learning, "DRAWS", 20_000)
 
     def off_grid(up: int, down: int) -> tuple[list[float], list[float]]:
         before, after = _items(up, down)
         return before, [a + 1e-3 * (i % 7) for i, a in enumerate(after)]
 
-    result = _summary(module, tmp_path, [(70, 20), (66, 20), (68, 20)], items=off_grid)
+    result = _summary(tmp_path, [(70, 20), (66, 20), (68, 20)], items=off_grid)
     interval = result["warm_start_to_final"]
     assert interval["draws"] == 20_000 and 0 < interval["low_mc_error"] < 0.002
     assert result["verdict"] == GOAL_MET
 
 
-def test_the_verdicts_boundaries(module):
+def test_the_verdicts_boundaries():
     # the interval's bounds: 0 is "contains 0" on either side
-    assert module.verdict([0.1, 0.1, 0.1], 0.0, 0.2, 0.1) == NULL
-    assert module.verdict([0.1, 0.1, 0.1], 1e-9, 0.2, 0.1) == GOAL_MET
-    assert module.verdict([-0.1] * 3, -0.2, 0.0, -0.1) == NULL
-    assert module.verdict([-0.1] * 3, -0.2, -1e-9, -0.1) == HARM
+    assert agent_learning.verdict([0.1, 0.1, 0.1], 0.0, 0.2, 0.1) == NULL
+    assert agent_learning.verdict([0.1, 0.1, 0.1], 1e-9, 0.2, 0.1) == GOAL_MET
+    assert agent_learning.verdict([-0.1] * 3, -0.2, 0.0, -0.1) == NULL
+    assert agent_learning.verdict([-0.1] * 3, -0.2, -1e-9, -0.1) == HARM
     # a seed at exactly 0 does not rise
-    assert module.verdict([0.1, 0.0, 0.1], 0.01, 0.2, 0.07) == NOT_EVERY_SEED
+    assert agent_learning.verdict([0.1, 0.0, 0.1], 0.01, 0.2, 0.07) == NOT_EVERY_SEED
     # the goal: a mean of +0.05 meets it, a hair below does not
-    assert module.verdict([0.05] * 3, 0.01, 0.09, 0.05) == GOAL_MET
-    assert module.verdict([0.05] * 3, 0.01, 0.09, 0.05 - 1e-9) == SHORT
+    assert agent_learning.verdict([0.05] * 3, 0.01, 0.09, 0.05) == GOAL_MET
+    assert agent_learning.verdict([0.05] * 3, 0.01, 0.09, 0.05 - 1e-9) == SHORT
 
 
 GRPO_ABOVE = "GRPO from 32 traces ends above SFT on 128 traces"
@@ -131,5 +126,5 @@ WIDE = "inconclusive: the interval contains 0 and reaches beyond 0.05 either way
         ([0.01, 0.02, 0.0], 0.0, 0.04, SAME),  # a bound at 0 contains 0
     ],
 )
-def test_the_grpo_against_more_sft_verdict_on_each_branch(module, differences, low, high, expected):
-    assert module.grpo_vs_sft_verdict(differences, low, high) == expected
+def test_the_grpo_against_more_sft_verdict_on_each_branch(differences, low, high, expected):
+    assert agent_learning.grpo_vs_sft_verdict(differences, low, high) == expected

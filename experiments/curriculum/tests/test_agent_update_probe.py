@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+import agent_update_probe
 import torch
-from conftest import load_script
 from safetensors.torch import save_file
 
 
@@ -32,16 +32,15 @@ def _run(folder: Path, curriculum: str, scores: list[float], overrides: list[str
 
 
 def test_report_pairs_the_probe_with_the_experiments_run(tmp_path, monkeypatch):
-    probe = load_script("experiments/curriculum/agent_update_probe.py")
-    monkeypatch.setattr(probe, "PROBES", tmp_path / "probes")
-    monkeypatch.setattr(probe, "EXPERIMENT_RUNS", tmp_path / "experiment")
+    monkeypatch.setattr(agent_update_probe, "PROBES", tmp_path / "probes")
+    monkeypatch.setattr(agent_update_probe, "EXPERIMENT_RUNS", tmp_path / "experiment")
     run_dir = tmp_path / "probes" / "random-s0-skip"
     _run(run_dir, "random", [1.0, 1.0, 1.0, 0.0], ["agent.skip_zero_advantage_steps=true", "curriculum=random"], 3)
     _adapter(run_dir / "checkpoints" / "warm-start", torch.tensor([[3.0, 0.0], [0.0, 4.0]]))
     _adapter(run_dir / "checkpoints" / "epoch-0001", torch.tensor([[3.0, 0.0], [0.0, 4.5]]))
     _run(tmp_path / "experiment" / "reasoning_gym" / "random-s0", "random", [1.0, 0.0, 0.0, 0.0], [])
 
-    text = probe.report(argparse.Namespace(names=["random-s0-skip"], testbed="reasoning_gym"))
+    text = agent_update_probe.report(argparse.Namespace(names=["random-s0-skip"], testbed="reasoning_gym"))
     held_out, in_band = text.split("Fresh tasks inside the band")
     rows = [line.split(" | ") for line in held_out.splitlines() if line.startswith("| random-s0")]
     experiment, probed = rows

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import load_script
+import task_spread
 
 
 def _traces(run_dir: Path, tasks: dict[tuple[int, str, str], list[float]]) -> None:
@@ -26,7 +26,7 @@ def test_a_half_solved_key_of_unanimous_tasks_holds_no_task_inside_the_band(tmp_
         (1, "t3", "a@1"): [1.0, 0.0],  # key a@1 at 0.5 from one task inside the band
         (2, "t1", "a@0"): [1.0, 1.0],  # the same task id in another epoch is another task; key a@0 at 1.0 there
     })  # fmt: skip
-    spread = load_script("experiments/curriculum/task_spread.py").spread(tmp_path, (0.3, 0.7))
+    spread = task_spread.spread(tmp_path, (0.3, 0.7))
     assert (spread["tasks"], spread["half_solved_key_tasks"]) == (4, 3)
     assert spread["in_band"] == pytest.approx(1 / 4) and spread["in_band_of_those"] == pytest.approx(1 / 3)
     assert (spread["none_of_those"], spread["all_of_those"]) == pytest.approx((1 / 3, 1 / 3))
@@ -35,4 +35,4 @@ def test_a_half_solved_key_of_unanimous_tasks_holds_no_task_inside_the_band(tmp_
 def test_a_run_without_traces_after_epoch_0_is_refused(tmp_path):
     _traces(tmp_path, {(0, "t0", "a@0"): [1.0]})
     with pytest.raises(SystemExit, match="no on-policy traces after epoch 0"):
-        load_script("experiments/curriculum/task_spread.py").spread(tmp_path, (0.3, 0.7))
+        task_spread.spread(tmp_path, (0.3, 0.7))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import calibration
 import pytest
-from conftest import load_script
 
 from genenv.benchmarks.base import Task
 
@@ -14,7 +14,6 @@ class _Keys:
 
 
 def test_a_round_records_each_tasks_success_the_graded_share_and_the_levels():
-    calibration = load_script("experiments/curriculum/calibration.py")
     tasks = [
         Task(task_id=str(i), benchmark="b", prompt="", gold={"key": key}) for i, key in enumerate(["a@0", "a@4", "b@4"])
     ]
@@ -28,7 +27,6 @@ def test_a_round_records_each_tasks_success_the_graded_share_and_the_levels():
 
 
 def test_a_run_continues_only_rounds_made_with_its_settings(tmp_path):
-    calibration = load_script("experiments/curriculum/calibration.py")
     log = tmp_path / "genenv-s0.jsonl"
     assert calibration.finished_rounds(log, {"tasks": 64, "temperature": 1.0}) == []
     log.write_text('{"round": 0, "tasks": 64, "temperature": 1.0}\n{"round": 1, "tasks": 64, "temperature": 1.0}\n')
@@ -39,7 +37,6 @@ def test_a_run_continues_only_rounds_made_with_its_settings(tmp_path):
 
 
 def test_an_rwr_change_names_the_run_and_only_genenv_takes_one():
-    calibration = load_script("experiments/curriculum/calibration.py")
     args = calibration.argparse.Namespace(arm="genenv", seed=0, rwr=["learning_rate=1e-3", "epochs=2"])
     assert calibration.rwr_changes(args) == {"learning_rate": 1e-3, "epochs": 2}
     assert calibration.run_name(args) == "genenv-s0-epochs2-learning_rate0.001"

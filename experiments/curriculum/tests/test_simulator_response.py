@@ -5,7 +5,7 @@ import dataclasses
 import json
 import math
 
-from conftest import load_script
+import simulator_response
 
 from genenv.benchmarks.reasoning_gym import ReasoningGymAdapter
 from genenv.envs.simulator import difficulty_instruction
@@ -20,7 +20,6 @@ def _proposal(adapter, requested, level, success, epoch):
 
 
 def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tmp_path):
-    script = load_script("experiments/curriculum/simulator_response.py")
     adapter = ReasoningGymAdapter(families=["chain_sum@0-2"], test_per_level=1, validation_per_level=1,
                                   train_per_level=2)  # fmt: skip
     pools = tmp_path / "run" / "pools"
@@ -38,22 +37,22 @@ def test_offsets_per_instruction_and_per_epoch_and_attempt_outcomes_per_level(tm
     lines = [{"epoch": 0, "source": source, "family": key, "task": {"task_id": task}, "reward": reward}
              for task, key, reward, source in traces]  # fmt: skip
     (pools / "traces.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    result = script.response(tmp_path / "run")
+    result = simulator_response.response(tmp_path / "run")
     assert result["instruction harder"] == {"n": 2, "at_request": 0.5, "mean_offset": 0.5, "offsets": {0: 1, 1: 1}}
     assert result["instruction easier"]["offsets"] == {-1: 1} and result["instruction none"]["at_request"] == 1.0
     assert result["epoch 0"]["n"] == 2 and result["epoch 1"]["mean_offset"] == -0.5
     assert result["requested level 1, harder"]["offsets"] == {0: 1, 1: 1}
     assert result["requested level 1, easier"]["offsets"] == {-1: 1} and result["requested level 0, none"]["n"] == 1
-    outcomes = script.outcomes(script.played(tmp_path / "run"))
+    outcomes = simulator_response.outcomes(simulator_response.played(tmp_path / "run"))
     assert outcomes == {
         "level 1": {"tasks": 1, "mean_p_hat": 0.5, "p_hat_0": 0.0, "p_hat_1": 0.0, "disagree": 1.0},
         "level 2": {"tasks": 1, "mean_p_hat": 0.0, "p_hat_0": 1.0, "p_hat_1": 0.0, "disagree": 0.0},
     }
-    assert "| instruction harder | 2 | 0.500 | +0.500 | +0: 1, +1: 1 |" in script.table("run", result, outcomes)
+    table = simulator_response.table("run", result, outcomes)
+    assert "| instruction harder | 2 | 0.500 | +0.500 | +0: 1, +1: 1 |" in table
 
 
 def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alpha(tmp_path):
-    script = load_script("experiments/curriculum/simulator_response.py")
     run = tmp_path / "run"
     (run / "pools").mkdir(parents=True)
     (run / ".hydra").mkdir()
@@ -67,7 +66,7 @@ def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alph
     asked = [{"epoch": 0, "family": "chain_sum@1", "messages": [{}], "task": {"task_id": task}} for task in "ac"]
     asked.append({"epoch": 1, "family": "chain_sum@2", "messages": [{}], "task": {"task_id": "b"}})  # not played then
     (run / "pools" / "tasks.jsonl").write_text("".join(json.dumps(record) + "\n" for record in asked))
-    paid = script.pay(run, script.played(run), lams=(5.0,))
+    paid = simulator_response.pay(run, simulator_response.played(run), lams=(5.0,))
     assert list(paid) == ["chain_sum@1", "chain_sum@2", "at the requested key", "at another key"]
     assert paid["at the requested key"] == paid["chain_sum@1"]
     assert paid["at another key"]["tasks"] == 1 and paid["at another key"]["in_band"] == 1.0
@@ -79,4 +78,4 @@ def test_pay_prices_each_played_key_by_the_rwr_weight_relative_to_a_task_at_alph
     assert math.isclose(second["pay"][5.0][0], math.exp(5 * (r_env - 1)) / 2)
     low, high = second["pay"][1.0][1:]
     assert low == 0.0 and math.isclose(high, math.exp(r_env - 1))
-    assert "| chain_sum@2 | 2 | 0.50 | 0.24 [0.00, 0.47] | 0.01 [0.00, 0.02] |" in script.pay_table(paid)
+    assert "| chain_sum@2 | 2 | 0.50 | 0.24 [0.00, 0.47] | 0.01 [0.00, 0.02] |" in simulator_response.pay_table(paid)

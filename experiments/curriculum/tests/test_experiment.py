@@ -2,11 +2,10 @@
 
 import json
 
+import analysis
 import numpy as np
 import pytest
-from conftest import load_script
 
-analysis = load_script("experiments/curriculum/analysis.py")
 band_share = analysis.band_share
 difference = analysis.difference
 family_success = analysis.family_success
