@@ -82,7 +82,7 @@ from genenv.evaluate import evaluate
 from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, OpenAIConfig, build_engine, resolve_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
-from genenv.machine import load_average, peak_rss_mb
+from genenv.machine import load_average, peak_rss_mb, release_freed_memory
 from genenv.pools import TaskPool, TracePool
 from genenv.reporting import MetricsReporter
 from genenv.run_lock import RunLock, make_run_dir
@@ -720,6 +720,7 @@ class CoEvolutionTrainer:
         if not self.validation_tasks:
             return {}
         k = self.config.validation.samples
+        release_freed_memory()  # what training freed, before a converting engine needs room
         engine = self._validation_engine_for_agent()
         agent = Agent(
             self.agent_policy,
@@ -735,6 +736,9 @@ class CoEvolutionTrainer:
             max_turns=self.config.agent.max_turns,
             seed=self.config.seed,
         )
+        if engine is not self.agent_trainer.engine and hasattr(engine, "unload"):
+            engine.unload()  # a converted copy would stay resident beside training until the next stage
+            release_freed_memory()
         scores = [float(e.info.get("score", e.reward)) for e in episodes]
         task_scores = [sum(scores[i : i + k]) / k for i in range(0, len(scores), k)]
         return {**summary["metrics"], "samples": k, "engine": engine_label(engine), "task_scores": task_scores}

@@ -5,7 +5,8 @@ step in progress (``agent GRPO 3/8``), with one :func:`epoch_line` printed as ea
 own progress bars (:func:`progress`) and the trainers' step counts (:func:`step_log_callback`) report into that
 display while it is open, and are ordinary ``tqdm`` bars otherwise. :func:`quiet_console` keeps the console to
 warnings and errors and sends the rest (INFO logs, TRL's and transformers' per-step log dicts, third-party
-deprecation notices) to the log file's handler.
+deprecation notices) to the log file's handler, after printing, as the job's first line, how long the job takes where
+genenv has measured it (:data:`MEASURED_JOBS`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ QUIET_WARNINGS: tuple[type[Warning], ...] = (DeprecationWarning, PendingDeprecat
 QUIET_WARNING_NAMES = frozenset({"TRLExperimentalWarning"})
 
 _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+
+#: How long jobs genenv has timed take, by their command-line overrides (``run_dir=`` and ``data_root=`` aside, which
+#: change nothing of the work): the main job of README command 1 on 2 idle cores, its first run on a machine (empty
+#: genenv cache), as results/learning_curves/main_job/first_contact.json measured it (``job_s``).
+MEASURED_JOBS: dict[tuple[str, ...], str] = {
+    ("+bench=reasoning_gym",): "about 7 minutes on 2 idle cores (the main job of README command 1: "
+    "results/learning_curves/main_job/first_contact.json); longer while other jobs share the cores",
+}
+#: Overrides that leave a job's work unchanged.
+_NEUTRAL_OVERRIDES = ("run_dir=", "data_root=")
 
 _display: RunDisplay | None = None
 
@@ -232,11 +243,33 @@ def _log_warning(
     logging.getLogger("py.warnings").log(level, text)
 
 
+def measured_duration(overrides: list[str]) -> str | None:
+    """How long the job of these Hydra command-line overrides takes, where :data:`MEASURED_JOBS` holds it."""
+    kept = tuple(sorted(o for o in overrides if not o.startswith(_NEUTRAL_OVERRIDES)))
+    return MEASURED_JOBS.get(kept)
+
+
+def _hydra_overrides() -> list[str] | None:
+    """The running Hydra job's command-line overrides (``None`` outside a Hydra job or for another config than
+    ``config``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_config = HydraConfig.get()
+    return list(hydra_config.overrides.task) if hydra_config.job.config_name == "config" else None
+
+
 def quiet_console(level: int = logging.WARNING) -> None:
     """Keep the console to records at ``level`` and above, written above any progress bar; INFO records (the
     trainers' step logs included) still reach the root logger's file handlers (Hydra's ``<run_dir>/train.log``).
     Python warnings go through logging, third-party deprecation notices to the log file only. Call it once, from a
-    command-line entry point, after Hydra has configured logging."""
+    command-line entry point, after Hydra has configured logging. A job whose duration genenv has measured
+    (:func:`measured_duration`) first prints it, on the main process."""
+    overrides = _hydra_overrides()
+    duration = measured_duration(overrides) if overrides is not None else None
+    if duration and os.environ.get("RANK", "0") == "0":
+        print(f"this job takes {duration}", flush=True)
     root = logging.getLogger()
     for handler in list(root.handlers):
         if type(handler) is logging.StreamHandler:  # the console; file handlers are StreamHandler subclasses

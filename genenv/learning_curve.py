@@ -2,7 +2,9 @@
 
 Every stage scores the same held-out tasks (``validation.task_scores`` in ``metrics.jsonl``, in task order), so two
 stages compare task by task: the rise from the first stage to the last carries a paired bootstrap 95% interval over
-tasks, the noise a reader should weigh the rise against.
+tasks, the noise a reader should weigh the rise against. The curve also names the engine that played the held-out
+episodes (``validation.engine``) and what is measured of its scores against HF ``generate``'s
+(:data:`ENGINE_AGREEMENT`).
 """
 
 from __future__ import annotations
@@ -16,17 +18,25 @@ import numpy as np
 __all__ = ["CurvePoint", "bootstrap_interval", "format_curve", "held_out_curve", "paired_difference", "paired_rise"]
 
 BOOTSTRAP_SAMPLES = 2000
+#: What is measured of each held-out engine's greedy answers against HF ``generate``'s on the same weights.
+ENGINE_AGREEMENT = {
+    "hf": "HF generate itself",
+    "ctranslate2 float32": "its greedy answers are HF generate's on the main job's 72 held-out tasks at every stage"
+    " compared: results/learning_curves/main_job/heldout_engines.json",
+}
 
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One stage: its label, mean held-out score, 95% bootstrap interval over tasks, and the task scores."""
+    """One stage: its label, mean held-out score, 95% bootstrap interval over tasks, the task scores, and the engine
+    that played its episodes (``None`` where the run did not record it)."""
 
     stage: str
     score: float
     low: float
     high: float
     task_scores: tuple[float, ...]
+    engine: str | None = None
 
 
 def bootstrap_interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
@@ -57,7 +67,8 @@ def held_out_curve(metrics: list[dict[str, Any]], seed: int = 0) -> list[CurvePo
             continue
         values = np.asarray(scores, dtype=float)
         low, high = bootstrap_interval(values, rng)
-        points.append(CurvePoint(stage, float(values.mean()), low, high, tuple(float(v) for v in values)))
+        scores_tuple = tuple(float(v) for v in values)
+        points.append(CurvePoint(stage, float(values.mean()), low, high, scores_tuple, validation.get("engine")))
     return points
 
 
@@ -77,7 +88,8 @@ def paired_difference(before: Sequence[float], after: Sequence[float], seed: int
 
 def format_curve(points: list[CurvePoint]) -> str:
     """The curve as text, one stage a line, then the rise from the first stage to the last and, when the run had a
-    warm start, from it to the last (what the co-evolution epochs added to the supervised start)."""
+    warm start, from it to the last (what the co-evolution epochs added to the supervised start), then the engine
+    that scored the stages and how its scores compare with HF ``generate``'s."""
     if not points:
         return "no held-out scores (set validation.split and a validation.limit of at least 1)"
     n = len(points[0].task_scores)
@@ -91,4 +103,10 @@ def format_curve(points: list[CurvePoint]) -> str:
             f"  rise {start.stage} -> {points[-1].stage}: {rise:+.3f} [{low:+.3f}, {high:+.3f}] "
             f"(paired; {verdict} noise)"
         )
+    engines = sorted({p.engine for p in points if p.engine})
+    for engine in engines:
+        stages = [p.stage for p in points if p.engine == engine]
+        scope = "every stage" if len(stages) == len(points) else ", ".join(stages)
+        agreement = ENGINE_AGREEMENT.get(engine, "not compared with HF generate")
+        lines.append(f"  held-out episodes played by {engine} at {scope} ({agreement})")
     return "\n".join(lines)

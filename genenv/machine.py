@@ -9,6 +9,8 @@ interval, not the load average, which trails by minutes (a build that just ended
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import resource
 import subprocess
@@ -59,3 +61,13 @@ def cores_busy_by_others(interval: float = 0.3) -> float | None:
     busy = cores * (busy_after - busy_before) / max(total_after - total_before, 1)
     own = (own_after.user + own_after.system - own_before.user - own_before.system) / (wall_after - wall_before)
     return min(max(busy - own, 0.0), float(cores))
+
+
+def release_freed_memory() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): memory freed after a large
+    transient (a weight conversion) otherwise stays in this process's resident set. Returns whether any was returned
+    (``False`` where the C library has no ``malloc_trim``)."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    trim = getattr(libc, "malloc_trim", None)
+    return bool(trim(0)) if trim is not None else False

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install genenv and everything it needs into ./.venv, and verifiers into the overlay ./.venv-verifiers (CPU machines;
-# no GPU, no hub access needed), from prebuilt wheels only: nothing is compiled.
+# no GPU, no hub access needed), from prebuilt wheels: nothing is compiled but reasoning-gym's pinned pycosat (one C
+# file, a few seconds; no wheel of it is published).
 #
 #   bash scripts/setup.sh                                 # the default: every benchmark but ALFWorld, every engine but llamacpp
 #   GENENV_EXTRAS=alfworld bash scripts/setup.sh          # also ALFWorld (compiles fast-downward and jericho)
@@ -12,7 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-# measured: README command 1 from a fresh clone, empty pip cache, 2 idle cores (results/README.md, "first contact")
+# measured: README command 1 from a fresh clone, empty pip cache, 2 idle cores (setup_s of
+# results/learning_curves/main_job/first_contact.json; performance/first_contact.sh)
 ESTIMATE="about 3 minutes on 2 idle cores with an empty pip cache"
 
 GENENV_EXTRAS=${GENENV_EXTRAS:-}

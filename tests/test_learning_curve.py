@@ -2,7 +2,7 @@
 
 import pytest
 
-from genenv.learning_curve import format_curve, held_out_curve, paired_rise
+from genenv.learning_curve import ENGINE_AGREEMENT, format_curve, held_out_curve, paired_rise
 
 
 def _metrics(start, warm, *epochs):
@@ -51,3 +51,19 @@ def test_the_rise_over_the_warm_start_is_reported_on_its_own_line():
     assert "rise warm start -> epoch 0: +0.333" in text
     no_warm_start = [p for p in points if p.stage != "warm start"]
     assert "warm start ->" not in format_curve(no_warm_start)
+
+
+def test_the_curve_names_the_engine_that_scored_it_and_what_is_measured_of_it():
+    metrics = _metrics([0, 1], [1, 1], [1, 0])
+    for key in ("validation_start", "validation_warm_start", "validation"):
+        metrics[0][key]["engine"] = "ctranslate2 float32"
+    text = format_curve(held_out_curve(metrics))
+    assert (
+        f"held-out episodes played by ctranslate2 float32 at every stage ({ENGINE_AGREEMENT['ctranslate2 float32']})"
+        in text
+    )
+    metrics[0]["validation"]["engine"] = "hf"  # a run resumed with validation.engine=hf
+    lines = format_curve(held_out_curve(metrics)).splitlines()
+    assert "  held-out episodes played by ctranslate2 float32 at start, warm start (" in "\n".join(lines)
+    assert any(line.startswith("  held-out episodes played by hf at epoch 0") for line in lines)
+    assert "played by" not in format_curve(held_out_curve(_metrics([0], [1], [1])))  # runs that did not record it

@@ -1,6 +1,8 @@
 """The peak memory and load that genenv records beside its timings, and the cores other processes keep busy now
 (genenv.machine)."""
 
+import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -9,7 +11,7 @@ import time
 import pytest
 
 from genenv import machine
-from genenv.machine import cores_busy_by_others, load_average, peak_rss_mb
+from genenv.machine import cores_busy_by_others, load_average, peak_rss_mb, release_freed_memory
 
 
 def test_peak_rss_of_this_process_and_of_a_child():
@@ -64,3 +66,25 @@ def test_cores_busy_by_others_sees_a_spinning_child():
         child.kill()
         child.wait()
     assert busy is not None and 0.5 <= busy <= (os.cpu_count() or 1)
+
+
+def resident_mb() -> float:
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_release_freed_memory_returns_a_freed_heap_to_the_system():
+    """100 MB of small C allocations freed under one that stays (so the heap cannot shrink from its top) stay
+    resident until the release."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [libc.malloc(2048) for _ in range(50_000)]
+    for block in blocks:
+        ctypes.memset(block, 1, 2048)
+    for block in blocks[:-1]:
+        libc.free(block)
+    before = resident_mb()
+    assert release_freed_memory()
+    assert before - resident_mb() > 50
+    libc.free(blocks[-1])

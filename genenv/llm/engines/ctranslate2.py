@@ -29,6 +29,7 @@ import torch
 
 from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint, weights_key
 from genenv.llm.generation import GenerateFn, SamplingConfig
+from genenv.machine import release_freed_memory
 
 __all__ = ["COMPUTE_TYPES", "CTranslate2Engine", "convert_policy"]
 
@@ -178,20 +179,24 @@ class CTranslate2Engine:
         if not force and fingerprint == self._fingerprint:
             return 0.0
         start = time.perf_counter()
+        self._generator = self._fingerprint = None  # the old copy's memory is free for the new one
         state = merged_state_dict(model)
         config = (model.get_base_model() if hasattr(model, "get_base_model") else model).config
         quantization = self.compute_type
         scale = 1.0 / self.logprob_temperature
         if cached:
             folder = self._cached(state, config, quantization, scale)
+            del state  # converted: its source goes before the copy loads
+            release_freed_memory()
             generator = self._load(folder)
         else:
             with tempfile.TemporaryDirectory(prefix="genenv-ct2-") as tmp:
                 folder = convert_policy(
                     state, config, self.tokenizer, Path(tmp) / "model", quantization=quantization, logit_scale=scale
                 )
+                del state
+                release_freed_memory()
                 generator = self._load(folder)
-        del state
         self._generator, self._fingerprint = generator, fingerprint
         seconds = time.perf_counter() - start
         logger.info("ctranslate2 %s engine loaded the policy's weights in %.1f s", self.compute_type, seconds)
@@ -221,6 +226,12 @@ class CTranslate2Engine:
             shutil.rmtree(tmp, ignore_errors=True)
         logger.info("ctranslate2 conversion cached at %s", final)
         return final
+
+    def unload(self) -> None:
+        """Free the converted copy; the next :meth:`sync` converts the weights again (what a caller does between
+        rare uses of the engine, so the copy does not stay resident beside training)."""
+        self._generator = None
+        self._fingerprint = None
 
     # -- generation -------------------------------------------------------------------------------
     def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
