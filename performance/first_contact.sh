@@ -73,7 +73,7 @@ result = {
 }
 (dest / "first_contact.json").write_text(json.dumps(result, indent=1) + "\n")
 metrics = [json.loads(line) for line in (dest / "metrics.jsonl").read_text().splitlines() if line.strip()]
-minutes = lambda s: f"{int(s // 60)} min {round(s % 60)} s"
+minutes = lambda s: "{} min {} s".format(*divmod(round(s), 60))
 lines = [
     f"README command 1 on a fresh clone of {commit} ({result['date']}), set-up included: an empty pip cache and an",
     f"empty genenv cache; 2 cores, {busy} of them kept busy by other processes just before (1-minute load",
