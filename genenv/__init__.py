@@ -20,6 +20,7 @@ from genenv.benchmarks.base import (
     env_id,
     get_benchmark,
     register_benchmark,
+    register_installed,
 )
 from genenv.envs import ENV_IDS
 from genenv.envs.tool_env import ToolEnv
@@ -55,6 +56,9 @@ __all__ = [
     "register_benchmark",
     *_LAZY,
 ]
+
+
+register_installed()
 
 
 def __getattr__(name: str) -> Any:

@@ -550,11 +550,13 @@ def get_benchmark(name: str, **kwargs: Any) -> BenchmarkAdapter:
     return get_benchmark_class(name)(**kwargs)
 
 
-# The ids of the built-in benchmarks and of those installed packages advertise: their adapter classes are imported
-# (each keeps its heavy imports for first use) for the episode length every id is registered with.
-for _name in _BUILTIN:
-    try:
-        _load_builtin(_name)
-    except ImportError:
-        logger.exception("could not load the built-in benchmark %r", _name)
-_load_entry_points()
+def register_installed() -> None:
+    """Register the Gymnasium ids of the built-in benchmarks and of those installed packages advertise: their adapter
+    classes are imported (each keeps its heavy imports for first use) for the episode length every id is registered
+    with. ``import genenv`` calls it once its own names exist, so an advertised adapter may import them."""
+    for name in _BUILTIN:
+        try:
+            _load_builtin(name)
+        except ImportError:
+            logger.exception("could not load the built-in benchmark %r", name)
+    _load_entry_points()
