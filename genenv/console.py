@@ -38,7 +38,7 @@ _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 #: change nothing of the work): the main job of README command 1 on 2 idle cores, its first run on a machine (empty
 #: genenv cache), as results/learning_curves/main_job/first_contact.json measured it (``job_s``).
 MEASURED_JOBS: dict[tuple[str, ...], str] = {
-    ("+bench=reasoning_gym",): "about 7 minutes on 2 idle cores (the main job of README command 1: "
+    ("+bench=reasoning_gym",): "about 8 minutes on 2 idle cores (the main job of README command 1: "
     "results/learning_curves/main_job/first_contact.json); longer while other jobs share the cores",
 }
 #: Overrides that leave a job's work unchanged.
