@@ -36,10 +36,10 @@ _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 
 #: How long jobs genenv has timed take, by their command-line overrides (``run_dir=`` and ``data_root=`` aside, which
 #: change nothing of the work): the main job of README command 1 on 2 idle cores, its first run on a machine (empty
-#: genenv cache): projected from the one-thread CPU seconds of its stages (2026-12-06) until
-#: performance/first_contact.sh measures it into results/learning_curves/main_job/first_contact.json (``job_s``).
+#: genenv cache), as performance/first_contact.sh measured it (results/learning_curves/main_job/first_contact.json,
+#: ``job_s``).
 MEASURED_JOBS: dict[tuple[str, ...], str] = {
-    ("+bench=reasoning_gym",): "about 8 minutes on 2 idle cores (the main job of README command 1: "
+    ("+bench=reasoning_gym",): "about 7 minutes on 2 idle cores (the main job of README command 1: "
     "results/learning_curves/main_job/first_contact.json); longer while other jobs share the cores",
 }
 #: Overrides that leave a job's work unchanged.
