@@ -25,12 +25,10 @@ trainer's ``in_band`` and ``scored`` prompts read its persisted D_env, which thi
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
-from genenv.curriculum.handouts import Handouts, check_count, scored_attempts, scored_handout_ids
+from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.reward import AlphaTarget, DifficultyFilter
 from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
 from genenv.curriculum.sources import WrittenEachEpoch
@@ -315,28 +313,14 @@ class AlphaCurriculum:
         ``R_env``, tasks in the band, the hand-outs outstanding and the simulator update's examples and steps as TRL
         metrics (``curriculum/...``). Attempts it scores ``None`` are not reported (their hand-outs stay outstanding);
         a return value of another length than the batch is refused."""
-        if not callable(reward_func):
-            raise TypeError(f"reward_func must be a callable (a TRL reward function), got {type(reward_func).__name__}")
-        if inspect.iscoroutinefunction(reward_func):
-            raise TypeError("reporting() wraps synchronous reward functions only")
+        return reporting_reward(reward_func, self.report, _logged_metrics, "AlphaCurriculum.dataset()")
 
-        @functools.wraps(reward_func)
-        def reported(*args: Any, task_id: list[str] | None = None, **kwargs: Any) -> list[float | None]:
-            if task_id is None:
-                raise ValueError("the batch has no 'task_id' column: train on AlphaCurriculum.dataset()")
-            rewards = reward_func(*args, task_id=task_id, **kwargs)
-            ids, scored = scored_attempts(task_id, rewards)
-            if ids:
-                metrics = self.report(ids, scored, scored_handout_ids(kwargs.get("handout_id"), rewards))
-                if log_metric := kwargs.get("log_metric"):
-                    for name in ("p_hat", "r_env", "in_band", "outstanding"):
-                        log_metric(f"curriculum/{name}", float(metrics[name]))
-                    for name, value in metrics.get("simulator", {}).items():
-                        if name in ("examples", "steps"):
-                            log_metric(f"curriculum/simulator_{name}", float(value))
-            return rewards
 
-        return reported
+def _logged_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """What :meth:`AlphaCurriculum.reporting` logs of a report: the batch's aim and the simulator update's size."""
+    logged = {name: metrics[name] for name in ("p_hat", "r_env", "in_band", "outstanding")}
+    simulator = metrics.get("simulator", {})
+    return {**logged, **{f"simulator_{name}": simulator[name] for name in ("examples", "steps") if name in simulator}}
 
 
 def _format_1_handouts(state: dict[str, Any], directory: Path) -> dict[str, Any]:

@@ -20,9 +20,11 @@ Wrong types are refused before anything changes, each error naming the argument 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -221,6 +223,37 @@ def scored_handout_ids(handout_ids: Any, rewards: Any) -> list[int] | None:
     if len(serials) != len(values):
         raise ValueError(f"the reward function returned {len(values)} rewards for {len(serials)} handout_id entries")
     return [serial for serial, reward in zip(serials, values, strict=True) if reward is not None]
+
+
+def reporting_reward(
+    reward_func: Callable[..., list[float | None]],
+    report: Callable[[list[str], list[float], list[int] | None], Mapping[str, Any]],
+    metrics: Callable[[Mapping[str, Any]], dict[str, float]],
+    dataset: str,
+) -> Callable[..., list[float | None]]:
+    """``reward_func`` (a synchronous TRL reward function) that also hands the attempts it scored to ``report`` (task
+    ids, rewards, and the hand-out ids where the batch has a ``handout_id`` column) and logs ``metrics`` of what
+    ``report`` returns as TRL metrics ``curriculum/<name>``. Attempts scored ``None`` are not reported; a batch without
+    a ``task_id`` column is refused, naming ``dataset`` (what the trainer should train on)."""
+    if not callable(reward_func):
+        raise TypeError(f"reward_func must be a callable (a TRL reward function), got {type(reward_func).__name__}")
+    if inspect.iscoroutinefunction(reward_func):
+        raise TypeError("reporting() wraps synchronous reward functions only")
+
+    @functools.wraps(reward_func)
+    def reported(*args: Any, task_id: list[str] | None = None, **kwargs: Any) -> list[float | None]:
+        if task_id is None:
+            raise ValueError(f"the batch has no 'task_id' column: train on {dataset}")
+        rewards = reward_func(*args, task_id=task_id, **kwargs)
+        ids, scored = scored_attempts(task_id, rewards)
+        if ids:
+            logged = metrics(report(ids, scored, scored_handout_ids(kwargs.get("handout_id"), rewards)))
+            if log_metric := kwargs.get("log_metric"):
+                for name, value in logged.items():
+                    log_metric(f"curriculum/{name}", float(value))
+        return rewards
+
+    return reported
 
 
 def _sequence(value: Any, argument: str) -> Sequence[Any]:

@@ -41,8 +41,6 @@ exploration share and the retirement rule here are genenv's own.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import logging
 import os
@@ -54,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
-from genenv.curriculum.handouts import Handouts, check_count, scored_attempts
+from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.sources import EpochTasks
 from genenv.envs.rows import task_row
 from genenv.envs.simulator import Simulator
@@ -466,20 +464,10 @@ class LearnabilityCurriculum:
         """``reward_func`` (a TRL reward function) that also reports its rewards, by the batch's ``task_id`` column,
         and logs the batch's ``p_hat`` and the pool's played and retired counts and mean learnability as TRL metrics
         (``curriculum/...``). Attempts it scores ``None`` are not reported."""
-        if inspect.iscoroutinefunction(reward_func):
-            raise TypeError("reporting() wraps synchronous reward functions only")
-
-        @functools.wraps(reward_func)
-        def reported(*args: Any, task_id: list[str] | None = None, **kwargs: Any) -> list[float | None]:
-            if task_id is None:
-                raise ValueError("the batch has no 'task_id' column: train on LearnabilityCurriculum.dataset()")
-            rewards = reward_func(*args, task_id=task_id, **kwargs)
-            ids, values = scored_attempts(task_id, rewards)
-            if ids:
-                metrics = self.report(ids, values)
-                if log_metric := kwargs.get("log_metric"):
-                    for name in ("p_hat", "played", "retired", "mean_learnability"):
-                        log_metric(f"curriculum/{name}", float(metrics[name]))
-            return rewards
-
-        return reported
+        names = ("p_hat", "played", "retired", "mean_learnability")
+        return reporting_reward(
+            reward_func,
+            lambda ids, rewards, _: self.report(ids, rewards),
+            lambda metrics: {name: metrics[name] for name in names},
+            "LearnabilityCurriculum.dataset()",
+        )
