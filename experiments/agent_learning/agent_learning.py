@@ -407,7 +407,7 @@ def run(args: argparse.Namespace) -> Path:
         print(
             json.dumps({"played": played, "reward": metrics["reward"], "step_time": metrics["step_time"]}), flush=True
         )
-    after = held_out(adapter, policy, trainer, args, temperature)
+    after = held_out(adapter, policy, trainer, args, temperature) if played else None  # no GRPO: the warm start
     result = {
         "name": args.name,
         "seed": args.seed,
@@ -437,7 +437,10 @@ def run(args: argparse.Namespace) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(result, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
-    print(f"{out}: held-out {statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}")
+    if after is None:
+        print(f"{out}: held-out {statistics.fmean(before):.3f} (the warm start; no GRPO played)")
+    else:
+        print(f"{out}: held-out {statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}")
     return out
 
 
@@ -882,7 +885,6 @@ def grpo_vs_sft(args: argparse.Namespace) -> None:
     differences = [statistics.fmean(a) - statistics.fmean(b) for b, a in pairs]
     tests = seed_level(differences)
     decided = grpo_vs_sft_verdict(differences, interval["low"], interval["high"])
-    fourth = bootstrap_interval([(r["held_out_after"], by_seed[r["seed"]]["held_out_after"]) for r in grpo])
     result = {
         "grpo": args.grpo,
         "sft": args.sft,
@@ -904,11 +906,13 @@ def grpo_vs_sft(args: argparse.Namespace) -> None:
             {"seed": s, "grpo_after": statistics.fmean(a), "sft_more": statistics.fmean(b), "difference": d}
             for s, (b, a), d in zip(seeds, pairs, differences, strict=True)
         ],
-        "outside_the_verdict": {
+    }
+    if all(by_seed[s]["held_out_after"] is not None for s in seeds):  # the 2x2's fourth cell, where it was played
+        fourth = bootstrap_interval([(r["held_out_after"], by_seed[r["seed"]]["held_out_after"]) for r in grpo])
+        result["outside_the_verdict"] = {
             "grpo_from_more_sft": statistics.fmean(statistics.fmean(by_seed[s]["held_out_after"]) for s in seeds),
             "grpo_from_more_sft_minus_grpo_after": {k: fourth[k] for k in ("mean", "low", "high")},
-        },
-    }
+        }
     write_json(result, args.output)
 
 
@@ -1067,7 +1071,9 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--model", default="smollm2")
     one.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
     one.add_argument("--warm-start", type=int, default=WARM_START, help="expert traces of the warm start")
-    one.add_argument("--episodes", type=int, default=512, help="GRPO episodes to play (refills included)")
+    one.add_argument(
+        "--episodes", type=int, default=512, help="GRPO episodes to play (refills included; 0: the warm start alone)"
+    )
     one.add_argument("--steps-per-call", type=int, default=4, help="optimizer steps per train() call (a log block)")
     one.add_argument("--held-out-per-level", type=int, default=16, help="reasoning_gym: held-out items per key")
     one.add_argument("--held-out-limit", type=int, default=100, help="apibank: held-out level-1 API samples")

@@ -127,3 +127,19 @@ def test_grpo_vs_sft_refuses_other_seeds_and_other_scoring(tmp_path):
     (tmp_path / "more-s1.json").write_text(json.dumps(greedy))
     with pytest.raises(SystemExit, match="not scored on the same held-out items the same way"):
         agent_learning.main(["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path)])
+
+
+def test_grpo_vs_sft_judges_warm_starts_that_played_no_grpo_and_leaves_out_the_fourth_cell(tmp_path):
+    n = 20
+    for seed in (1, 2, 3):
+        (tmp_path / f"few-s{seed}.json").write_text(json.dumps(_scored(seed, [0.0] * n, [1.0] * 10 + [0.0] * 10, 32)))
+        more = {**_scored(seed, [1.0] * 10 + [0.0] * 10, None, 128), "episodes": 0}  # --episodes 0: no GRPO
+        (tmp_path / f"more-s{seed}.json").write_text(json.dumps(more))
+    out = tmp_path / "grpo_vs_sft.json"
+    agent_learning.main(
+        ["grpo-vs-sft", "--grpo", "few", "--sft", "more", "--runs-dir", str(tmp_path), "--output", str(out)]
+    )
+    result = json.loads(out.read_text())
+    assert result["difference"] == 0 and result["low"] == result["high"] == 0
+    assert result["verdict"].startswith("GRPO from 32 traces ends where SFT on 128 traces ends")
+    assert "outside_the_verdict" not in result
