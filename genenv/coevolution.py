@@ -425,6 +425,7 @@ class CoEvolutionTrainer:
             generation_rounds=config.curriculum.generation_rounds,
             conditioned=config.curriculum.name == "genenv",
             examples=config.simulator.examples,
+            aim=config.curriculum.aim,
         )
 
     def pool_size(self) -> int:
@@ -550,7 +551,7 @@ class CoEvolutionTrainer:
         wanted = self.config.tasks_per_epoch
         written = self.task_source.epoch_tasks(self.simulator, epoch, wanted, self.rng, family_success)
         replay = self._replay(epoch)
-        self._add_expert_traces(written.fresh, epoch)
+        self._add_expert_traces([task for task in written.fresh if task.task_id not in written.again], epoch)
         return written, replay
 
     def _refill(self, epoch: int, family_success: dict[str, float], written: EpochTasks) -> Refill | None:
@@ -566,7 +567,8 @@ class CoEvolutionTrainer:
             fresh = [task for task in more.fresh if task.task_id not in have]
             written.fresh.extend(fresh)
             written.proposals.extend(more.proposals)
-            self._add_expert_traces(fresh, epoch)
+            written.again |= more.again
+            self._add_expert_traces([task for task in fresh if task.task_id not in more.again], epoch)
             return fresh
 
         return refill

@@ -29,13 +29,14 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.curriculum.aim import AimConfig
 from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.reward import AlphaTarget, DifficultyFilter
 from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
@@ -73,6 +74,8 @@ class AlphaCurriculumConfig(AlphaTarget):
         update_every: ``report`` calls between two simulator updates (with ``rwr``).
         conditioned: show the simulator the agent's recent success per family; ``False`` with ``rwr=None`` is the
             Random baseline (the same simulator, never shown the agent nor updated).
+        aim: the levers of :mod:`genenv.curriculum.aim` (aimed requests, re-served written tasks; by default
+            neither, as in the paper); only for a conditioned simulator.
         seed: seed of the simulator's sampling and of the families it is asked for.
     """
 
@@ -81,6 +84,7 @@ class AlphaCurriculumConfig(AlphaTarget):
     rwr: RWRConfig | None = None
     update_every: int = 1
     conditioned: bool = True
+    aim: AimConfig = field(default_factory=AimConfig)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -136,7 +140,11 @@ class AlphaCurriculum:
             )
         self.rewarded: list[tuple[Proposal, OutputReward]] = []
         self._source = WrittenEachEpoch(
-            self.adapter, None, generation_rounds=config.generation_rounds, conditioned=config.conditioned
+            self.adapter,
+            None,
+            generation_rounds=config.generation_rounds,
+            conditioned=config.conditioned,
+            aim=config.aim,
         )
         self._rng = np.random.default_rng(config.seed)
         self._written: list[Task] = []  # valid, not handed out yet
@@ -162,7 +170,8 @@ class AlphaCurriculum:
                 if proposal.task is not None:
                     self._unrewarded.setdefault(proposal.task.task_id, []).append(proposal)
             queued = {task.task_id for task in self._written}
-            self._written += [t for t in _distinct(batch.proposals) if t.task_id not in queued]
+            again = [task for task in batch.fresh if task.task_id in batch.again]  # played before, served again
+            self._written += [t for t in again + _distinct(batch.proposals) if t.task_id not in queued]
             if len(self._written) < n:
                 reasons = sorted({p.reject_reason.split(":", 1)[0] for p in batch.proposals if p.task is None})
                 raise RuntimeError(
@@ -182,6 +191,7 @@ class AlphaCurriculum:
         error naming the argument), changing nothing. Returns the batch's metrics, with ``outstanding`` (hand-outs
         neither reported nor retired) and ``simulator`` (the RWR update's statistics) when an update ran."""
         attempts = self.handouts.report(task_ids, rewards, handout_ids)
+        aimed = self._source.report([task.task_id for task, _ in attempts], [reward for _, reward in attempts])
         success = BatchSuccess.of(attempts, self.adapter.family)
         for family, family_rewards in success.per_family.items():
             self.stats.update(family, family_rewards)
@@ -211,6 +221,7 @@ class AlphaCurriculum:
             "r_env": float(np.mean(list(r_env.values()))),
             "in_band": sum(self.band(p) for p in success.per_task.values()),
             "outstanding": self.handouts.outstanding,
+            **aimed,
         }
         if self.rwr_trainer is not None and self._reports % config.update_every == 0:
             metrics["simulator"] = self.update_simulator()
@@ -255,6 +266,7 @@ class AlphaCurriculum:
             "unrewarded": {task_id: [p.to_dict() for p in ps] for task_id, ps in self._unrewarded.items()},
             "rwr_examples": self._rwr_examples,
             "reports": self._reports,
+            "source": self._source.state_dict(),
         }
         tmp = directory / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
@@ -283,6 +295,7 @@ class AlphaCurriculum:
         self._unrewarded = {task_id: [Proposal.from_dict(p) for p in ps] for task_id, ps in state["unrewarded"].items()}
         self._rwr_examples = state["rwr_examples"]
         self._reports = state["reports"]
+        self._source.load_state_dict(state.get("source", {}))
 
     # -- TRL -------------------------------------------------------------------------------------
     def dataset(self) -> IterableDataset:

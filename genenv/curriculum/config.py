@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from genenv.config import check_types
+from genenv.curriculum.aim import AimConfig
 from genenv.curriculum.learnability import LearnabilityConfig
 from genenv.curriculum.reward import AlphaTarget
 
@@ -29,6 +30,8 @@ class CurriculumConfig(AlphaTarget):
             GenEnv with an offline pool of 3.3x its data).
         learnability: settings of ``learnability`` (:class:`~genenv.curriculum.learnability.LearnabilityConfig`;
             a mapping of them is converted).
+        aim: the levers of ``genenv``'s aim beyond its prompt, aimed requests and re-served written tasks
+            (:class:`~genenv.curriculum.aim.AimConfig`; off by default, as in the paper).
     """
 
     name: Literal["genenv", "random", "static", "offline", "learnability"] = "genenv"
@@ -37,12 +40,18 @@ class CurriculumConfig(AlphaTarget):
     static_pool_size: int | None = None
     offline_multiplier: float = 3.3
     learnability: LearnabilityConfig = field(default_factory=LearnabilityConfig)
+    aim: AimConfig = field(default_factory=AimConfig)
 
     prefix: ClassVar[str] = "curriculum."
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.learnability = LearnabilityConfig.of(self.learnability)
+        self.aim = AimConfig.of(self.aim)
+        if self.aim.active and self.name != "genenv":
+            raise ValueError(
+                f"curriculum.aim steers curriculum=genenv's simulator; curriculum={self.name} has none to aim"
+            )
         check_types(self, "curriculum")
         for name in ("stats_window", "generation_rounds"):
             if getattr(self, name) < 1:

@@ -32,6 +32,8 @@ import numpy as np
 from genenv.benchmarks.base import BenchmarkAdapter, Task
 from genenv.checkpoints import POOL_DRAFT
 from genenv.console import progress
+from genenv.curriculum.aim import AimConfig, WrittenAim
+from genenv.curriculum.sampler import task_groups
 from genenv.envs.simulator import Proposal, Simulator
 from genenv.pools import JsonlPool, TaskPool
 
@@ -69,12 +71,14 @@ def missing_generation_methods(adapter: BenchmarkAdapter) -> list[str]:
 
 @dataclass
 class EpochTasks:
-    """An epoch's fresh tasks, every simulator output written for them, and (epoch 0 of a static or offline run) what
-    writing the pool cost: the batches it used, how many of them carry a time, and their seconds."""
+    """An epoch's fresh tasks, every simulator output written for them, (epoch 0 of a static or offline run) what
+    writing the pool cost: the batches it used, how many of them carry a time, and their seconds, and the ids of the
+    tasks among ``fresh`` that were written in an earlier epoch and are served again (``curriculum.aim.reserve``)."""
 
     fresh: list[Task]
     proposals: list[Proposal]
     pool_writing: dict[str, float] | None = None
+    again: frozenset[str] = frozenset()
 
 
 class TaskSource(Protocol):
@@ -139,7 +143,9 @@ class WrittenEachEpoch(_Written):
     """``genenv`` and ``random``: every epoch the simulator writes tasks until enough distinct ones are valid or its
     rounds run out. ``conditioned`` (``genenv``): its prompt shows the agent's success per family, and with
     ``examples`` ``"in_band"`` its own latest in-band outputs, with ``"scored"`` the agent's success on its latest
-    played tasks of the requested family (the outputs come from ``pool``, D_env, which only these two need)."""
+    played tasks of the requested family (the outputs come from ``pool``, D_env, which only these two need). ``aim``
+    (``genenv`` only): the levers of :mod:`genenv.curriculum.aim`, aimed requests and re-served written tasks; the
+    source then learns from every report and keeps its state in checkpoints."""
 
     def __init__(
         self,
@@ -149,21 +155,37 @@ class WrittenEachEpoch(_Written):
         generation_rounds: int,
         conditioned: bool,
         examples: str = "train",
+        aim: AimConfig | None = None,
     ) -> None:
         if pool is None and conditioned and examples != "train":
             raise ValueError(f"examples={examples!r} shows outputs of D_env: it needs a pool")
+        if aim is not None and aim.active and not conditioned:
+            raise ValueError("curriculum.aim steers a conditioned simulator (curriculum=genenv), not the Random one")
         self.adapter, self.pool = adapter, pool
         self.generation_rounds = generation_rounds
         self.conditioned = conditioned
         self.examples = examples
+        self.aim = WrittenAim(aim) if aim is not None and aim.active else None
+        self._epoch_ids: set[str] = set()
 
     def epoch_tasks(
         self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
     ) -> EpochTasks:
         """Up to ``wanted`` valid tasks written by ``simulator`` (``success``: the agent's recent success per
-        family)."""
+        family), with ``aim.reserve`` a share of them served again."""
+        self._epoch_ids = set()
+        return self.more_tasks(simulator, epoch, wanted, rng, success)
+
+    def more_tasks(
+        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
+    ) -> EpochTasks:
+        """Further tasks sourced as the epoch's first ones were (the same conditioning), none of them one the epoch
+        already has."""
+        again = self.aim.reserved(wanted, rng, self._epoch_ids) if self.aim is not None else []
+        taken = self._epoch_ids | {task.task_id for task in again}
         proposals: list[Proposal] = []
         valid: dict[str, Task] = {}
+        keys: dict[str, str] = {}
         own_examples = scored = None
         if self.conditioned and self.examples == "in_band":
             own_examples = self.pool.in_band_outputs(simulator.num_examples)
@@ -172,20 +194,44 @@ class WrittenEachEpoch(_Written):
                 lambda task: self.adapter.requested_family(Task.from_dict(task)), SCORED_TASKS
             )
         shown = success if self.conditioned else None
-        rounds = simulator_rounds(simulator, self.generation_rounds, wanted)
+        to_write = wanted - len(again)
+        rounds = simulator_rounds(simulator, self.generation_rounds, to_write) if to_write else 0
         for _ in progress(range(rounds), desc="simulator", unit="batch", leave=False):
-            if len(valid) >= wanted:
+            if len(valid) >= to_write:
                 break
-            batch = simulator.propose(self.adapter, rng=rng, success=shown, own_examples=own_examples, scored=scored)
+            requests = None
+            if self.aim is not None:
+                requests = self.aim.requests(self.adapter.families(), simulator.batch_size, rng)
+            batch = simulator.propose(
+                self.adapter, rng=rng, families=requests, success=shown, own_examples=own_examples, scored=scored
+            )
             proposals.extend(batch)
-            valid.update(_valid(batch))
-        return EpochTasks(list(valid.values())[:wanted], proposals)
+            for proposal in batch:
+                if proposal.task is not None and proposal.task.task_id not in taken:
+                    valid.setdefault(proposal.task.task_id, proposal.task)
+                    keys.setdefault(proposal.task.task_id, proposal.family)
+        fresh = list(valid.values())[:to_write]
+        if self.aim is not None:  # every valid task: a caller may keep the ones beyond ``wanted`` for later
+            self.aim.written(list(valid.values()), list(keys.values()))
+        self._epoch_ids.update(task.task_id for task in again + fresh)
+        return EpochTasks(again + fresh, proposals, again=frozenset(task.task_id for task in again))
 
-    def more_tasks(
-        self, simulator: Simulator, epoch: int, wanted: int, rng: np.random.Generator, success: Mapping[str, float]
-    ) -> EpochTasks:
-        """Further tasks written as the epoch's first ones were (the same conditioning)."""
-        return self.epoch_tasks(simulator, epoch, wanted, rng, success)
+    def report(self, task_ids: Sequence[str], rewards: Sequence[float]) -> dict[str, float]:
+        """With ``aim``: count every group for the levers (their metrics); otherwise nothing to learn here."""
+        return self.aim.report(task_groups(task_ids, rewards)) if self.aim is not None else {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The levers' state (none without ``aim``: D_env holds the rest)."""
+        return {"aim": self.aim.state_dict()} if self.aim is not None else {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a checkpoint's :meth:`state_dict`; refuses a state of other settings."""
+        if self.aim is None:
+            super().load_state_dict(state)
+        elif "aim" not in state:
+            raise ValueError("the checkpoint holds no curriculum.aim state: resume with the settings it was made with")
+        else:
+            self.aim.load_state_dict(state["aim"])
 
 
 class WrittenOnce(_Written):
