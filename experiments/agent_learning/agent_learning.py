@@ -624,18 +624,22 @@ def resumed(partial: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def play_groups(adapter, policy, tasks: list, sampling, *, group: int, seed: int, chunk: int) -> Iterator[Any]:
-    """``group`` episodes of each task (``AGENT``'s turns, episode length and prompt) on HF, ``chunk`` tasks a batch
-    (a ``RolloutBatch`` each, its episodes in task order), the batch starting at task ``i`` seeded ``seed + i``."""
+def play_groups(
+    adapter, policy, tasks: list, sampling, *, group: int, seed: int, chunk: int, engine: Any = None
+) -> Iterator[Any]:
+    """``group`` episodes of each task (``AGENT``'s turns, episode length and prompt) on ``engine`` (default: HF),
+    ``chunk`` tasks a batch (a ``RolloutBatch`` each, its episodes in task order), the batch starting at task ``i``
+    seeded ``seed + i`` (an engine that cannot seed its sampling, CTranslate2, ignores it)."""
     from genenv.agents.rollout import play_episodes
     from genenv.llm.engines.hf import HFEngine
 
+    engine = engine or HFEngine(policy)
     for begin in range(0, len(tasks), chunk):
         yield play_episodes(
             adapter,
             [t for t in tasks[begin : begin + chunk] for _ in range(group)],
             policy.tokenizer,
-            HFEngine(policy).generator(sampling, seed=seed + begin),
+            engine.generator(sampling, seed=seed + begin),
             eos_token_ids=[policy.tokenizer.eos_token_id],
             max_turns=AGENT["max_turns"],
             max_completion_length=AGENT["max_completion_length"],

@@ -1,0 +1,104 @@
+"""experiments/simulator_aim/aim_calibration.py: the verdict on every branch, the summary's numbers from synthetic
+rounds, and run names."""
+
+from __future__ import annotations
+
+import json
+
+import aim_calibration as cal
+import pytest
+
+GOAL = "the goal is met"
+SHORT = "GenEnv aims above Random, short of the goal"
+NULL = "no aim shown"
+WORSE = "GenEnv aims worse than Random"
+
+
+def above(low: float = 0.05, high: float = 0.2) -> dict:
+    return {"low": low, "high": high}
+
+
+@pytest.mark.parametrize(
+    ("genenv", "learnability", "random", "interval", "starts", "names"),
+    [
+        (0.45, 0.40, 0.25, above(), GOAL, []),
+        (0.45, 0.45, 0.30, above(), GOAL, []),  # boundaries: equal to Learnability, exactly 1.5x Random
+        (0.40, 0.45, 0.25, above(), SHORT, ["below Learnability's share"]),
+        (0.40, 0.35, 0.30, above(), SHORT, ["under 1.5x Random's share"]),
+        (0.40, 0.45, 0.30, above(), SHORT, ["below Learnability's share", "under 1.5x Random's share"]),
+        (0.60, 0.30, 0.20, above(low=0.0), NULL, []),  # a bound at 0 does not lie above it
+        (0.60, 0.30, 0.20, above(low=-0.1, high=0.3), NULL, []),
+        (0.10, 0.30, 0.20, above(low=-0.2, high=-0.01), WORSE, []),
+    ],
+)
+def test_every_branch_of_the_verdict_fires_with_its_wording(genenv, learnability, random, interval, starts, names):
+    verdict = cal.aim_verdict(genenv, learnability, random, interval)
+    assert verdict.startswith(starts)
+    for name in names:
+        assert name in verdict
+    if starts == SHORT and len(names) == 1:  # only the condition that fails is named
+        other = {"below Learnability's share", "under 1.5x Random's share"} - set(names)
+        assert other.pop() not in verdict
+
+
+def write_rounds(folder, variant: str, seed: int, shares: list[float], tasks: int = 20, valid: float = 0.5) -> None:
+    """Five rounds of ``variant`` and ``seed``, round r with ``shares[r] * tasks`` informative tasks."""
+    arm = variant.split("-")[0]
+    lines = []
+    for r, share in enumerate(shares):
+        hits = round(share * tasks)
+        lines.append(
+            {
+                "arm": arm,
+                "variant": variant,
+                "seed": seed,
+                "round": r,
+                "tasks": tasks,
+                "task_ids": [f"{variant}-{seed}-{r}-{i % (tasks // 2)}" for i in range(tasks)],
+                "p_per_task": [0.5] * hits + [0.0] * (tasks - hits),
+                "informative_per_task": [True] * hits + [False] * (tasks - hits),
+                "informative_share": hits / tasks,
+                "valid_share": None if arm == "learnability" else valid,
+            }
+        )
+    name = cal.run_name(arm, seed, {"requests": "informative"} if variant != arm else {}, {})
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_the_summary_reads_rounds_3_and_4_seed_by_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(cal, "RESULTS", tmp_path)
+    rounds = tmp_path / "reasoning_gym" / "rounds"
+    rounds.mkdir(parents=True)
+    best = "genenv-requestsinformative"
+    for seed, shift in ((1, 0.0), (2, 0.05), (3, 0.1)):
+        write_rounds(rounds, "random", seed, [0.2, 0.2, 0.2, 0.2 + shift, 0.2])
+        write_rounds(rounds, "learnability", seed, [0.3, 0.3, 0.3, 0.4, 0.4])
+        write_rounds(rounds, "genenv", seed, [0.2, 0.2, 0.3, 0.3, 0.3])
+        write_rounds(rounds, best, seed, [0.2, 0.4, 0.5, 0.6, 0.6 + shift])
+    write_rounds(rounds, "random", 4, [0.2] * 4)  # a seed without round 4 is left out
+    cal.main(["summary", "--testbed", "reasoning_gym", "--best", best])
+    result = json.loads((tmp_path / "reasoning_gym" / "summary.json").read_text())
+    assert result["seeds"] == [1, 2, 3] and result["rounds"] == [3, 4]
+    arms = result["arms"]
+    assert arms["random"]["informative_share"] == pytest.approx(0.225)
+    assert arms["genenv_best"]["informative_share"] == pytest.approx(0.625)
+    assert arms["learnability"]["valid_share"] is None and arms["genenv_best"]["valid_share"] == 0.5
+    assert arms["genenv_best"]["distinct_tasks_per_task_played"] == pytest.approx(0.5)
+    for arm in arms.values():
+        assert arm["low"] <= arm["informative_share"] <= arm["high"]
+    versus = result["genenv_minus_random"]
+    assert versus["per_seed"] == pytest.approx([0.4, 0.4, 0.4])
+    assert versus["difference"] == pytest.approx(0.4) and versus["low"] == pytest.approx(0.4)
+    assert result["verdict"].startswith(GOAL)
+    assert result["verdict_genenv_rwr"].startswith(SHORT)  # 0.3: above Random in every seed, below Learnability
+    assert (tmp_path / "reasoning_gym" / "informative_share.png").stat().st_size > 0
+    assert (tmp_path / "reasoning_gym" / "written_success.png").stat().st_size > 0
+    with pytest.raises(SystemExit, match="no rounds of genenv-reserve0.5"):
+        cal.main(["summary", "--testbed", "reasoning_gym", "--best", "genenv-reserve0.5"])
+
+
+def test_a_run_is_named_by_its_arm_seed_and_changes_and_read_back_as_its_variant():
+    name = cal.run_name("genenv", 3, {"reserve": 0.5, "requests": "informative"}, {"learning_rate": 0.001})
+    assert name == "genenv-s3-requestsinformative-reserve0.5-learning_rate0.001"
+    assert cal.variant(name) == "genenv-requestsinformative-reserve0.5-learning_rate0.001"
+    assert cal.variant("random-s12") == "random"
