@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "agent_learning"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
+#: the split whose expert traces warm-start the agent on a benchmark without a ``train`` split: BFCL's real-user
+#: queries of single calls (the frozen agent of ``experiments/simulator_aim``; its tasks come from the other categories)
+WARM_SPLITS = {"bfcl": "live_simple+live_multiple"}
 #: the agent settings every run starts from (``--set agent.KEY=VALUE`` overrides them)
 AGENT = {
     "num_generations": 8,
@@ -166,10 +169,11 @@ def fresh_trainer(args: argparse.Namespace, agent_settings: dict[str, Any]):
 
 def warm_start_tasks(args: argparse.Namespace, adapter) -> tuple[Any, list[Task]]:
     """The adapter of the warm start's traces (FAMILIES' on reasoning-gym when ``--families`` picks others) and the
-    tasks whose expert traces it trains on: the first ``--warm-start`` of its ``train`` split shuffled with the run's
-    seed (so a seed's smaller warm start trains on a prefix of its larger one's tasks)."""
+    tasks whose expert traces it trains on: the first ``--warm-start`` of its ``train`` split (``WARM_SPLITS`` for a
+    benchmark without one) shuffled with the run's seed (so a seed's smaller warm start trains on a prefix of its
+    larger one's tasks)."""
     warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level) if args.families else adapter
-    tasks = warm_adapter.load_tasks("train")
+    tasks = warm_adapter.load_tasks(WARM_SPLITS.get(args.bench, "train"))
     random.Random(args.seed).shuffle(tasks)
     return warm_adapter, tasks[: args.warm_start]
 

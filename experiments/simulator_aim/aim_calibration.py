@@ -15,7 +15,8 @@ arm's aim alone. Arms (the same agent, testbed and seed):
     python experiments/simulator_aim/aim_calibration.py run --testbed reasoning_gym --arm genenv --seed 1
     python experiments/simulator_aim/aim_calibration.py run --testbed reasoning_gym --arm genenv --seed 1 \\
         --aim requests=informative reserve=0.5
-    python experiments/simulator_aim/aim_calibration.py summary --testbed reasoning_gym --best genenv-requestsinformative
+    python experiments/simulator_aim/aim_calibration.py summary --testbed reasoning_gym \\
+        --best genenv-requestsinformative
 
 Per round (``results/simulator_aim/<testbed>/rounds/<name>.jsonl``, one line a round): every task's key, success
 and whether its attempts disagreed, the informative share (tasks whose G attempts disagree, per task played), the mean
@@ -23,6 +24,11 @@ and whether its attempts disagreed, the informative share (tasks whose G attempt
 core-seconds. The arm's state after each round (success statistics, hand-outs, levers, RWR adapter and optimizer)
 is kept under ``$GENENV_STATE_DIR/simulator_aim/<testbed>/<name>/round-<r>``: ``run`` continues from the last
 finished round (copy the folder to continue on another machine).
+
+Testbeds (``TESTBEDS``): ``reasoning_gym`` (SmolLM2 agent and simulator, 15 family-level keys, worked answers) and
+``bfcl`` (Qwen2.5-Coder-0.5B agent and simulator, BFCL's five single-call shapes as keys, scored by the official AST
+checker; the agent warm-started on real-user queries, ``live_simple`` and ``live_multiple``, outside the pool of the
+Learnability arm).
 
 The agent plays on CTranslate2 (float32), which cannot seed its sampling: rounds are not reproducible attempt for
 attempt, only in distribution. ``summary`` reads the rounds of ``--rounds`` (by default 3 and 4, counted from 0) and
@@ -60,11 +66,13 @@ class Testbed:
 
     bench: str
     adapter_options: dict[str, Any]
+    pool_split: str
     agent_model: str
     answer_format: str
     warm_start: int
     agent_seed: int
     simulator_model: str
+    simulator_max_new_tokens: int
     max_new_tokens: int
     temperature: float
 
@@ -78,13 +86,28 @@ TESTBEDS = {
             "requests": "levels",
             "train_per_level": 64,
         },
+        pool_split="train",
         agent_model="smollm2",
         answer_format="worked",
         warm_start=128,
         agent_seed=0,
         simulator_model="smollm2",
+        simulator_max_new_tokens=64,
         max_new_tokens=128,
         temperature=1.0,
+    ),
+    "bfcl": Testbed(
+        bench="bfcl",
+        adapter_options={},  # the simulator writes the five single-call shapes of BFCL's generated tasks
+        pool_split="simple_python+multiple+parallel+parallel_multiple+irrelevance",
+        agent_model="qwen05",
+        answer_format="worked",  # reasoning-gym's setting, unused here
+        warm_start=128,  # traces of live_simple and live_multiple (agent_learning.WARM_SPLITS), outside the pool
+        agent_seed=0,
+        simulator_model="qwen05",
+        simulator_max_new_tokens=384,
+        max_new_tokens=256,
+        temperature=0.7,
     ),
 }
 
@@ -135,11 +158,11 @@ def build_arm(args: argparse.Namespace, testbed: Testbed, adapter: Any) -> Any:
     if (aim or rwr) and args.arm != "genenv":
         raise SystemExit(f"--aim and --rwr change the genenv arm, not {args.arm}")
     if args.arm == "learnability":
-        return LearnabilityCurriculum(adapter, "train", seed=args.seed)
+        return LearnabilityCurriculum(adapter, testbed.pool_split, seed=args.seed)
     simulator = counting_simulator_class()(
         load_policy(testbed.simulator_model, seed=args.seed + 1),
         batch_size=args.simulator_batch,
-        sampling=SamplingConfig(max_new_tokens=64, temperature=0.8, top_p=0.95),
+        sampling=SamplingConfig(max_new_tokens=testbed.simulator_max_new_tokens, temperature=0.8, top_p=0.95),
         alpha=ALPHA,
         engine="hf",
     )

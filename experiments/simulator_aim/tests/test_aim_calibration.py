@@ -102,3 +102,23 @@ def test_a_run_is_named_by_its_arm_seed_and_changes_and_read_back_as_its_variant
     assert name == "genenv-s3-requestsinformative-reserve0.5-learning_rate0.001"
     assert cal.variant(name) == "genenv-requestsinformative-reserve0.5-learning_rate0.001"
     assert cal.variant("random-s12") == "random"
+
+
+def test_the_bfcl_testbed_warm_starts_on_tasks_outside_the_pool_its_arms_draw_from():
+    import argparse
+
+    import agent_learning
+    from conftest import data_dir
+
+    from genenv.benchmarks.base import get_benchmark
+    from genenv.envs.expert import expert_conversation
+
+    testbed = cal.TESTBEDS["bfcl"]
+    adapter = get_benchmark("bfcl", data_dir=str(data_dir("bfcl")), **testbed.adapter_options)
+    args = argparse.Namespace(bench="bfcl", families=None, seed=testbed.agent_seed, warm_start=testbed.warm_start)
+    _, warm = agent_learning.warm_start_tasks(args, adapter)
+    pool = adapter.load_tasks(testbed.pool_split)
+    assert len(warm) == testbed.warm_start and len(pool) > 1000
+    assert not {t.task_id for t in warm} & {t.task_id for t in pool}
+    assert {adapter.family(t) for t in pool} == set(adapter.families())  # the pool holds every key the simulator writes
+    assert all(expert_conversation(adapter, t) for t in warm)
