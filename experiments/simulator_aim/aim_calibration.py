@@ -428,6 +428,33 @@ def summary(args: argparse.Namespace) -> None:
     print(json.dumps({k: result[k] for k in ("seeds", "verdict", "verdict_genenv_rwr")}, indent=1))
 
 
+def screening(args: argparse.Namespace) -> None:
+    """``screening.json`` of ``--testbed``: every variant's informative share over ``--rounds`` on the screening
+    ``--seed`` with its 95% bootstrap interval over tasks, each lever's effect (a ``genenv`` variant minus ``genenv``,
+    tasks resampled within each), and the variant the README's rule picks (the highest share; on a tie, fewer
+    changes)."""
+    from genenv.significance import percentile_interval, stratified_means
+
+    runs = read_rounds(args.testbed)
+    shares = {v: per_seed(seeds, args.rounds, "informative_per_task").get(args.seed) for v, seeds in runs.items()}
+    shares = {v: x for v, x in shares.items() if x}
+    table = {}
+    for v, values in sorted(shares.items()):
+        interval = percentile_interval(stratified_means([values], DRAWS, seed=0))
+        table[v] = {"informative_share": statistics.fmean(values), "low": interval["low"], "high": interval["high"]}
+        if v.startswith("genenv-") and "genenv" in shares:
+            effect = percentile_interval(
+                stratified_means([values], DRAWS, seed=1) - stratified_means([shares["genenv"]], DRAWS, seed=2)
+            )
+            difference = statistics.fmean(values) - statistics.fmean(shares["genenv"])
+            table[v]["minus_genenv"] = {"difference": difference, "low": effect["low"], "high": effect["high"]}
+    candidates = [v for v in table if v == "genenv" or v.startswith("genenv-")]
+    best = max(candidates, key=lambda v: (table[v]["informative_share"], -v.count("-"))) if candidates else None
+    result = {"testbed": args.testbed, "seed": args.seed, "rounds": list(args.rounds), "variants": table, "best": best}
+    (RESULTS / args.testbed / "screening.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
 def plot(
     runs: dict[str, dict[int, list[dict[str, Any]]]], arms: dict[str, str], seeds: list[int], folder: Path
 ) -> None:
@@ -486,8 +513,12 @@ def main(argv: list[str] | None = None) -> None:
     table.add_argument("--best", required=True, help="the variant judged as GenEnv at its best (genenv-...)")
     table.add_argument("--rounds", type=int, nargs="+", default=[3, 4], help="the rounds read (from 0)")
     table.add_argument("--exclude-seeds", type=int, nargs="*", default=[], help="seeds left out (screening seeds)")
+    screen = sub.add_parser("screening", help="screening.json: the variants of the screening seed")
+    screen.add_argument("--testbed", choices=sorted(TESTBEDS), required=True)
+    screen.add_argument("--seed", type=int, default=0)
+    screen.add_argument("--rounds", type=int, nargs="+", default=[3, 4])
     args = parser.parse_args(argv)
-    {"run": run, "summary": summary}[args.command](args)
+    {"run": run, "summary": summary, "screening": screening}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -41,9 +41,11 @@ def test_every_branch_of_the_verdict_fires_with_its_wording(genenv, learnability
         assert other.pop() not in verdict
 
 
-def write_rounds(folder, variant: str, seed: int, shares: list[float], tasks: int = 20, valid: float = 0.5) -> None:
-    """Five rounds of ``variant`` and ``seed``, round r with ``shares[r] * tasks`` informative tasks."""
-    arm = variant.split("-")[0]
+def write_rounds(folder, arm: str, seed: int, shares: list[float], aim: dict | None = None, tasks: int = 20) -> str:
+    """Rounds of ``arm`` (with the levers ``aim``) and ``seed``, round r with ``shares[r] * tasks`` informative tasks,
+    under the run's name; returns the variant."""
+    name = cal.run_name(arm, seed, aim or {}, {})
+    variant = cal.variant(name)
     lines = []
     for r, share in enumerate(shares):
         hits = round(share * tasks)
@@ -58,23 +60,22 @@ def write_rounds(folder, variant: str, seed: int, shares: list[float], tasks: in
                 "p_per_task": [0.5] * hits + [0.0] * (tasks - hits),
                 "informative_per_task": [True] * hits + [False] * (tasks - hits),
                 "informative_share": hits / tasks,
-                "valid_share": None if arm == "learnability" else valid,
+                "valid_share": None if arm == "learnability" else 0.5,
             }
         )
-    name = cal.run_name(arm, seed, {"requests": "informative"} if variant != arm else {}, {})
     (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return variant
 
 
 def test_the_summary_reads_rounds_3_and_4_seed_by_seed(tmp_path, monkeypatch):
     monkeypatch.setattr(cal, "RESULTS", tmp_path)
     rounds = tmp_path / "reasoning_gym" / "rounds"
     rounds.mkdir(parents=True)
-    best = "genenv-requestsinformative"
     for seed, shift in ((1, 0.0), (2, 0.05), (3, 0.1)):
         write_rounds(rounds, "random", seed, [0.2, 0.2, 0.2, 0.2 + shift, 0.2])
         write_rounds(rounds, "learnability", seed, [0.3, 0.3, 0.3, 0.4, 0.4])
         write_rounds(rounds, "genenv", seed, [0.2, 0.2, 0.3, 0.3, 0.3])
-        write_rounds(rounds, best, seed, [0.2, 0.4, 0.5, 0.6, 0.6 + shift])
+        best = write_rounds(rounds, "genenv", seed, [0.2, 0.4, 0.5, 0.6, 0.6 + shift], {"requests": "informative"})
     write_rounds(rounds, "random", 4, [0.2] * 4)  # a seed without round 4 is left out
     cal.main(["summary", "--testbed", "reasoning_gym", "--best", best])
     result = json.loads((tmp_path / "reasoning_gym" / "summary.json").read_text())
@@ -122,3 +123,22 @@ def test_the_bfcl_testbed_warm_starts_on_tasks_outside_the_pool_its_arms_draw_fr
     assert not {t.task_id for t in warm} & {t.task_id for t in pool}
     assert {adapter.family(t) for t in pool} == set(adapter.families())  # the pool holds every key the simulator writes
     assert all(expert_conversation(adapter, t) for t in warm)
+
+
+def test_screening_measures_each_lever_against_genenv_and_picks_by_the_written_rule(tmp_path, monkeypatch):
+    monkeypatch.setattr(cal, "RESULTS", tmp_path)
+    rounds = tmp_path / "reasoning_gym" / "rounds"
+    rounds.mkdir(parents=True)
+    write_rounds(rounds, "genenv", 0, [0.2, 0.2, 0.3, 0.3, 0.3])
+    write_rounds(rounds, "genenv", 0, [0.2, 0.3, 0.4, 0.5, 0.5], {"requests": "informative"})
+    write_rounds(rounds, "genenv", 0, [0.2, 0.3, 0.4, 0.5, 0.5], {"requests": "informative", "reserve": 0.5})
+    write_rounds(rounds, "random", 0, [0.2] * 5)
+    write_rounds(rounds, "genenv", 1, [0.9] * 5)  # another seed: not read
+    cal.main(["screening", "--testbed", "reasoning_gym"])
+    result = json.loads((tmp_path / "reasoning_gym" / "screening.json").read_text())
+    variants = result["variants"]
+    assert variants["genenv"]["informative_share"] == pytest.approx(0.3)
+    assert variants["random"]["informative_share"] == pytest.approx(0.2) and "minus_genenv" not in variants["random"]
+    lever = variants["genenv-requestsinformative"]["minus_genenv"]
+    assert lever["difference"] == pytest.approx(0.2) and lever["low"] < 0.2 < lever["high"]
+    assert result["best"] == "genenv-requestsinformative"  # tied with both levers: the fewer changes win
