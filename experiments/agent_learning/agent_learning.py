@@ -60,9 +60,6 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "agent_learning"
 FAMILIES = ["basic_arithmetic@0-2", "chain_sum@0-2", "products@0-2"]
-#: the split whose expert traces warm-start the agent on a benchmark without a ``train`` split: BFCL's real-user
-#: queries of single calls (the frozen agent of ``experiments/simulator_aim``; its tasks come from the other categories)
-WARM_SPLITS = {"bfcl": "live_simple+live_multiple"}
 #: the agent settings every run starts from (``--set agent.KEY=VALUE`` overrides them)
 AGENT = {
     "num_generations": 8,
@@ -89,6 +86,13 @@ BENCHES: dict[str, dict[str, Any]] = {
     "apibank": {
         "held_out": "level-1-api",
         "agent": {"max_turns": 4, "max_new_tokens": 192, "max_completion_length": 512, "few_shot": "own"},
+    },
+    # BFCL has no train split: the warm start's traces are its real-user queries of single calls (the frozen agent
+    # of experiments/simulator_aim, whose tasks come from the other categories); no GRPO run here (no held-out)
+    "bfcl": {
+        "held_out": None,
+        "warm_split": "live_simple+live_multiple",
+        "agent": {"max_turns": 1, "max_new_tokens": 256, "max_completion_length": 512},
     },
 }
 
@@ -169,11 +173,11 @@ def fresh_trainer(args: argparse.Namespace, agent_settings: dict[str, Any]):
 
 def warm_start_tasks(args: argparse.Namespace, adapter) -> tuple[Any, list[Task]]:
     """The adapter of the warm start's traces (FAMILIES' on reasoning-gym when ``--families`` picks others) and the
-    tasks whose expert traces it trains on: the first ``--warm-start`` of its ``train`` split (``WARM_SPLITS`` for a
-    benchmark without one) shuffled with the run's seed (so a seed's smaller warm start trains on a prefix of its
-    larger one's tasks)."""
+    tasks whose expert traces it trains on: the first ``--warm-start`` of its ``train`` split (``warm_split`` in
+    ``BENCHES`` for a benchmark without one) shuffled with the run's seed (so a seed's smaller warm start trains on a
+    prefix of its larger one's tasks)."""
     warm_adapter = reasoning_gym_adapter(args.answer_format, args.held_out_per_level) if args.families else adapter
-    tasks = warm_adapter.load_tasks(WARM_SPLITS.get(args.bench, "train"))
+    tasks = warm_adapter.load_tasks(BENCHES[args.bench].get("warm_split", "train"))
     random.Random(args.seed).shuffle(tasks)
     return warm_adapter, tasks[: args.warm_start]
 
@@ -1075,7 +1079,7 @@ def main(argv: list[str] | None = None) -> None:
     one = sub.add_parser("run", help="warm start (shared), GRPO, held-out before and after")
     one.add_argument("name")
     one.add_argument("--seed", type=int, default=0)
-    one.add_argument("--bench", default="reasoning_gym", choices=sorted(BENCHES))
+    one.add_argument("--bench", default="reasoning_gym", choices=sorted(b for b, v in BENCHES.items() if v["held_out"]))
     one.add_argument("--model", default="smollm2")
     one.add_argument("--answer-format", default="worked", choices=("answer", "worked"))
     one.add_argument("--warm-start", type=int, default=WARM_START, help="expert traces of the warm start")

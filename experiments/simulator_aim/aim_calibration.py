@@ -102,7 +102,7 @@ TESTBEDS = {
         pool_split="simple_python+multiple+parallel+parallel_multiple+irrelevance",
         agent_model="qwen05",
         answer_format="worked",  # reasoning-gym's setting, unused here
-        warm_start=128,  # traces of live_simple and live_multiple (agent_learning.WARM_SPLITS), outside the pool
+        warm_start=128,  # traces of live_simple and live_multiple (agent_learning.BENCHES), outside the pool
         agent_seed=0,
         simulator_model="qwen05",
         simulator_max_new_tokens=384,
@@ -195,7 +195,7 @@ def frozen_agent(testbed: Testbed) -> Any:
         families=None,
         eval="mean4",
     )
-    _, policy, trainer, _ = agent_learning.build(build, dict(agent_learning.AGENT))
+    _, policy, trainer, _ = agent_learning.build(build, agent_learning.settings_of(build, {}))
     policy = replace(policy, model=trainer.model)  # the warm start's LoRA adapter, merged by the conversion
     return policy, CTranslate2Engine(policy, compute_type="float32")
 
