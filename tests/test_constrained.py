@@ -46,3 +46,12 @@ def test_unconstrained_random_model_does_not(tiny_policy):
     except ValueError:
         return
     raise AssertionError(f"a random model wrote valid JSON by chance: {text!r}")
+
+
+def test_a_row_whose_constraint_admits_no_token_may_only_end():
+    from genenv.llm.constrained import ended_when_stuck
+
+    stuck_row = 1
+    allowed = ended_when_stuck(lambda batch_id, ids: [] if batch_id == stuck_row else [5, 7], end=[2])
+    assert allowed(0, [1]) == [5, 7]  # a row with choices keeps them
+    assert allowed(stuck_row, [1]) == [2]  # a dead end ends the row instead of raising in generate

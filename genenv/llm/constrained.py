@@ -41,11 +41,20 @@ def _tokenizer_data(tokenizer: Any) -> Any:
 
 
 def json_schema_constraint(tokenizer: Any, schemas: list[dict[str, Any]]) -> Callable[[int, Any], list[int]]:
-    """``prefix_allowed_tokens_fn`` constraining batch row ``i`` to ``schemas[i]``."""
+    """``prefix_allowed_tokens_fn`` constraining batch row ``i`` to ``schemas[i]``. A row whose parser admits no next
+    token (lm-format-enforcer can reach a dead end inside a long schema) is ended there (:func:`ended_when_stuck`):
+    its text stays incomplete, so the caller rejects it, and the batch's other rows go on."""
     data = _tokenizer_data(tokenizer)
     row_functions = [build_transformers_prefix_allowed_tokens_fn(data, JsonSchemaParser(schema)) for schema in schemas]
+    return ended_when_stuck(lambda batch_id, input_ids: row_functions[batch_id](batch_id, input_ids),
+                            [tokenizer.eos_token_id])  # fmt: skip
+
+
+def ended_when_stuck(allowed: Callable[[int, Any], list[int]], end: list[int]) -> Callable[[int, Any], list[int]]:
+    """``allowed``, except that where it allows no token at all the row may only end (``end``): HF ``generate``
+    raises on an empty list, which would lose the whole batch."""
 
     def allowed_tokens(batch_id: int, input_ids: Any) -> list[int]:
-        return row_functions[batch_id](batch_id, input_ids)
+        return allowed(batch_id, input_ids) or end
 
     return allowed_tokens
