@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -18,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from genenv.benchmarks.base import BenchmarkAdapter, available_benchmarks, get_benchmark, get_benchmark_class
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+T = TypeVar("T")
 
 
 def register_bench_configs() -> list[str]:
@@ -74,6 +77,19 @@ def model_few_shot(model: str) -> str:
     model without a config, such as an HF path)."""
     path = CONFIG_DIR / "model" / f"{model}.yaml"
     return str(OmegaConf.load(path).get("few_shot", "generic")) if path.exists() else "generic"
+
+
+def settings_from(cls: type[T], value: T | Mapping[str, Any], name: str) -> T:
+    """``value`` itself when it is a ``cls``, else the ``cls`` its mapping of settings describes (a Hydra config's, a
+    checkpoint's); anything else, or a setting ``cls`` does not have, raises a ``ValueError`` naming ``name``."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a mapping of settings, got {type(value).__name__}")
+    if unknown := sorted(set(value) - {item.name for item in dataclasses.fields(cls)}):
+        known = ", ".join(item.name for item in dataclasses.fields(cls))
+        raise ValueError(f"{name} has no setting {', '.join(unknown)}; its settings: {known}")
+    return cls(**value)
 
 
 def check_types(config: Any, prefix: str) -> None:

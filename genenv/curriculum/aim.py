@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from genenv.benchmarks.base import Task
-from genenv.config import check_types
+from genenv.config import check_types, settings_from
 from genenv.curriculum.sampler import LearnabilityConfig, LearnabilitySampler
 
 __all__ = ["AimConfig", "WrittenAim", "informative"]
@@ -69,14 +69,7 @@ class AimConfig:
     @classmethod
     def of(cls, value: AimConfig | Mapping[str, Any]) -> AimConfig:
         """``value`` itself, or the config its mapping of settings describes (unknown settings: ``ValueError``)."""
-        if isinstance(value, AimConfig):
-            return value
-        if not isinstance(value, Mapping):
-            raise ValueError(f"curriculum.aim must be a mapping of settings, got {type(value).__name__}")
-        if unknown := sorted(set(value) - set(cls.__dataclass_fields__)):
-            raise ValueError(f"curriculum.aim has no setting {', '.join(unknown)}; its settings: requests, "
-                             "exploration, window, reserve")  # fmt: skip
-        return cls(**value)
+        return settings_from(cls, value, "curriculum.aim")
 
 
 def informative(rewards: Sequence[float]) -> bool:

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from genenv.config import settings_from
+
 __all__ = ["LearnabilityConfig", "LearnabilitySampler", "TaskEstimate", "task_groups"]
 
 _STATE_FORMAT = 1
@@ -49,14 +51,7 @@ class LearnabilityConfig:
     def of(cls, value: LearnabilityConfig | Mapping[str, Any]) -> LearnabilityConfig:
         """``value`` itself, or the config its mapping of settings describes (a Hydra config's, a checkpoint's);
         unknown settings raise a ``ValueError`` naming them."""
-        if isinstance(value, LearnabilityConfig):
-            return value
-        if not isinstance(value, Mapping):
-            raise ValueError(f"learnability must be a mapping of settings, got {type(value).__name__}")
-        if unknown := sorted(set(value) - set(cls.__dataclass_fields__)):
-            known = ", ".join(cls.__dataclass_fields__)
-            raise ValueError(f"learnability has no setting {', '.join(unknown)}; its settings: {known}")
-        return cls(**value)
+        return settings_from(cls, value, "learnability")
 
 
 @dataclass
