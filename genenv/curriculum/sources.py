@@ -184,8 +184,7 @@ class WrittenEachEpoch(_Written):
         again = self.aim.reserved(wanted, rng, self._epoch_ids) if self.aim is not None else []
         taken = self._epoch_ids | {task.task_id for task in again}
         proposals: list[Proposal] = []
-        valid: dict[str, Task] = {}
-        keys: dict[str, str] = {}
+        valid: dict[str, Proposal] = {}  # task id -> the first output that wrote it
         own_examples = scored = None
         if self.conditioned and self.examples == "in_band":
             own_examples = self.pool.in_band_outputs(simulator.num_examples)
@@ -208,11 +207,10 @@ class WrittenEachEpoch(_Written):
             proposals.extend(batch)
             for proposal in batch:
                 if proposal.task is not None and proposal.task.task_id not in taken:
-                    valid.setdefault(proposal.task.task_id, proposal.task)
-                    keys.setdefault(proposal.task.task_id, proposal.family)
-        fresh = list(valid.values())[:to_write]
+                    valid.setdefault(proposal.task.task_id, proposal)
+        fresh = [proposal.task for proposal in valid.values()][:to_write]
         if self.aim is not None:  # every valid task: a caller may keep the ones beyond ``wanted`` for later
-            self.aim.written(list(valid.values()), list(keys.values()))
+            self.aim.written([p.task for p in valid.values()], [p.family for p in valid.values()])
         self._epoch_ids.update(task.task_id for task in again + fresh)
         return EpochTasks(again + fresh, proposals, again=frozenset(task.task_id for task in again))
 
