@@ -336,6 +336,7 @@ def arm_summary(runs: dict[int, list[dict[str, Any]]], rounds: Sequence[int], se
     from genenv.significance import percentile_interval, stratified_means
 
     shares = per_seed(runs, rounds, "informative_per_task")
+    success = per_seed(runs, rounds, "p_per_task")
     strata = [shares[s] for s in seeds]
     interval = percentile_interval(stratified_means(strata, DRAWS, seed=0))
     chosen = [r for s in seeds for r in runs[s] if r["round"] in rounds]
@@ -347,10 +348,8 @@ def arm_summary(runs: dict[int, list[dict[str, Any]]], rounds: Sequence[int], se
         "low_mc_error": interval["low_mc_error"],
         "high_mc_error": interval["high_mc_error"],
         "per_seed": {str(s): statistics.fmean(shares[s]) for s in seeds},
-        "mean_distance": statistics.fmean(
-            statistics.fmean(abs(p - ALPHA) for p in per_seed(runs, rounds, "p_per_task")[s]) for s in seeds
-        ),
-        "success": statistics.fmean(statistics.fmean(per_seed(runs, rounds, "p_per_task")[s]) for s in seeds),
+        "mean_distance": statistics.fmean(statistics.fmean(abs(p - ALPHA) for p in success[s]) for s in seeds),
+        "success": statistics.fmean(statistics.fmean(success[s]) for s in seeds),
         "valid_share": statistics.fmean(valid) if valid else None,
         "distinct_tasks_per_task_played": statistics.fmean(
             len({i for r in runs[s] if r["round"] in rounds for i in r["task_ids"]})
