@@ -3,7 +3,9 @@ conversion cache, the simulator's fallback, and GRPO's importance-sampling corre
 
 from __future__ import annotations
 
+import gc
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -136,6 +138,34 @@ def test_conversion_cache_is_keyed_by_the_weights(tmp_path):
     prompts = ids(policy, PROMPTS)
     expected = hf_generator(policy.model, policy.tokenizer, sampling)(prompts)[0]
     assert ct2.generator(sampling)(prompts)[0] == cut(expected, policy)
+
+
+def test_a_conversion_leaves_no_object_frozen_from_collection(tmp_path, monkeypatch):
+    """The converter's per-layer collections skip the objects older than the conversion, and only during it."""
+    from ctranslate2.converters import TransformersConverter
+
+    frozen_during = []
+    convert = TransformersConverter.convert
+    monkeypatch.setattr(
+        TransformersConverter,
+        "convert",
+        lambda self, *args, **kwargs: frozen_during.append(gc.get_freeze_count()) or convert(self, *args, **kwargs),
+    )
+    engine(lively(), tmp_path)
+    assert frozen_during and frozen_during[0] > 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_float32_loads_without_ctranslate2s_packed_weight_copy(tmp_path, monkeypatch):
+    """float32 switches the packed copy off unless the user set it; int8 leaves CTranslate2's default."""
+    monkeypatch.delenv("CT2_PACKED_GEMM", raising=False)
+    engine(lively(), tmp_path, compute_type="int8")
+    assert "CT2_PACKED_GEMM" not in os.environ
+    engine(lively(), tmp_path)
+    assert os.environ["CT2_PACKED_GEMM"] == "0"
+    monkeypatch.setenv("CT2_PACKED_GEMM", "1")
+    engine(lively(), tmp_path)
+    assert os.environ["CT2_PACKED_GEMM"] == "1"
 
 
 # -- the simulator -----------------------------------------------------------------------------

@@ -88,3 +88,42 @@ def test_release_freed_memory_returns_a_freed_heap_to_the_system():
     assert release_freed_memory()
     assert before - resident_mb() > 50
     libc.free(blocks[-1])
+
+
+_FREED_BLOCKS = """
+import ctypes, ctypes.util, os, sys
+from genenv.machine import map_large_allocations
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+resident = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+if sys.argv[1] == "mapped":
+    assert map_large_allocations(1 << 20)
+libc.free(libc.malloc(30 << 20))  # a freed mapped block: glibc's own threshold rises to 30 MiB
+blocks = [libc.malloc(2 << 20) for _ in range(50)]
+for block in blocks:
+    ctypes.memset(block, 1, 2 << 20)
+pin = libc.malloc(512 << 10)  # above them (no free chunk below fits it), so the heap cannot shrink from its top
+before = resident()
+for block in blocks:
+    libc.free(block)
+print(before - resident())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_map_large_allocations_returns_freed_blocks_without_a_trim():
+    """100 MB of 2 MiB blocks freed under a block that stays: back to the system at once when they were mapped,
+    resident in the heap otherwise."""
+
+    def returned_mb(mode: str) -> float:
+        run = subprocess.run([sys.executable, "-c", _FREED_BLOCKS, mode], capture_output=True, text=True, check=True)
+        return float(run.stdout)
+
+    assert returned_mb("mapped") > 90
+    assert returned_mb("heap") < 10
+
+
+def test_map_large_allocations_rejects_a_threshold_of_zero():
+    with pytest.raises(ValueError, match="positive"):
+        machine.map_large_allocations(0)
