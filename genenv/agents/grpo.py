@@ -478,6 +478,7 @@ class GRPOAgentTrainer:
             replace(policy, model=self.model),
             compute_type=config.engine_compute_type,
             logprob_temperature=config.temperature,
+            seed=config.seed,
         )
         self.sync_seconds: list[float] = []  # weight syncs into the engine in the last train() call (0.0: current)
         self._synced_at: int | None = None  # the optimizer step (over all train() calls) of the last sync

@@ -141,6 +141,7 @@ def build_engine(
     logprob_temperature: float = 1.0,
     threads: int | None = None,
     openai: OpenAIConfig | None = None,
+    seed: int | None = None,
 ) -> Engine:
     """A stand-alone engine (``hf``, ``ctranslate2``, ``llamacpp`` or ``openai``: :func:`resolve_engine` first) for
     ``policy``.
@@ -148,7 +149,8 @@ def build_engine(
     ``compute_type``: CTranslate2's weights, or those of a llama.cpp export (``int8``: Q8_0); ``logprob_temperature``:
     the sampling temperature whose log-probabilities a CTranslate2 engine returns (GRPO's); ``threads``: CTranslate2
     threads (default: torch's) or llama.cpp threads (default 1); ``openai``: the server of an ``openai`` engine
-    (``policy`` may then be ``None``; its tokenizer, when given, lets the engine play token-level episodes).
+    (``policy`` may then be ``None``; its tokenizer, when given, lets the engine play token-level episodes); ``seed``:
+    the sampling seed of a CTranslate2 engine's copies (the other engines take theirs per call).
     """
     if name == "openai":
         if openai is None:
@@ -160,7 +162,7 @@ def build_engine(
         return HFEngine(policy)
     if name == "ctranslate2":
         return CTranslate2Engine(
-            policy, compute_type=compute_type, logprob_temperature=logprob_temperature, threads=threads
+            policy, compute_type=compute_type, logprob_temperature=logprob_temperature, threads=threads, seed=seed
         )
     if name == "llamacpp":
         from genenv.llm.engines.llamacpp import LlamaCppEngine

@@ -161,6 +161,10 @@ class CTranslate2Engine:
         cache_dir: root of genenv's cache (default: that of :func:`~genenv.llm.models.load_policy`). The first
             conversion is cached, except the tiny test model's when no ``cache_dir`` is given (it converts in well
             under a second, and tests build many).
+        seed: makes sampling reproducible. CTranslate2's worker threads seed their random generators when a copy
+            loads (``ctranslate2.set_random_seed`` does not reach them afterwards), so every load seeds them with
+            ``seed`` plus the number of loads before it: the same calls after the same syncs sample the same tokens.
+            ``None``: unseeded.
     """
 
     name = "ctranslate2"
@@ -173,6 +177,7 @@ class CTranslate2Engine:
         logprob_temperature: float = 1.0,
         threads: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        seed: int | None = None,
     ) -> None:
         if compute_type not in COMPUTE_TYPES:
             raise ValueError(f"compute_type must be one of {', '.join(COMPUTE_TYPES)}, got {compute_type!r}")
@@ -185,6 +190,8 @@ class CTranslate2Engine:
         self.logprob_temperature = float(logprob_temperature)
         self.threads = threads or torch.get_num_threads()
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_root()
+        self.seed = seed
+        self._loads = 0
         self._generator: Any = None
         self._fingerprint: tuple | None = None
         eos = policy.model.generation_config.eos_token_id  # where HF generate stops: an id or a list of ids
@@ -230,6 +237,9 @@ class CTranslate2Engine:
 
         if self.compute_type == "float32":
             os.environ.setdefault(_PACKED_GEMM, "0")
+        if self.seed is not None:
+            ctranslate2.set_random_seed(self.seed + self._loads)
+        self._loads += 1
         return ctranslate2.Generator(str(folder), device="cpu", compute_type=self.compute_type,
                                      intra_threads=self.threads)  # fmt: skip
 
@@ -260,8 +270,8 @@ class CTranslate2Engine:
 
     # -- generation -------------------------------------------------------------------------------
     def generator(self, sampling: SamplingConfig, seed: int | None = None, *, logprobs: bool = False) -> GenerateFn:
-        """A :data:`GenerateFn`. ``seed`` is ignored: CTranslate2's worker threads seed their random generators once
-        (``ctranslate2.set_random_seed`` does not reach them afterwards), so sampled rollouts are not reproducible."""
+        """A :data:`GenerateFn`. ``seed`` is ignored: the engine's own ``seed`` seeds each loaded copy's sampling
+        (see the class)."""
         options: dict[str, Any] = {
             "max_length": sampling.max_new_tokens,
             "include_prompt_in_result": False,
