@@ -82,7 +82,7 @@ from genenv.evaluate import evaluate
 from genenv.llm.engines import COMPUTE_TYPES, ENGINES, Engine, OpenAIConfig, build_engine, resolve_engine
 from genenv.llm.generation import SamplingConfig
 from genenv.llm.models import load_policy
-from genenv.machine import load_average, map_large_allocations, peak_rss_mb, release_freed_memory
+from genenv.machine import load_average, peak_rss_mb, release_freed_memory
 from genenv.pools import TaskPool, TracePool
 from genenv.reporting import MetricsReporter
 from genenv.run_lock import RunLock, make_run_dir
@@ -317,15 +317,9 @@ def held_out_tasks(adapter: BenchmarkAdapter, split: str, limit: int | None) -> 
 
 
 class CoEvolutionTrainer:
-    """Runs GenEnv epochs with checkpoints; ``resume=True`` continues from the last complete one.
-
-    The process's large C allocations get their own memory maps from then on
-    (:func:`~genenv.machine.map_large_allocations`): each held-out scoring's converted weight copy and each stage's
-    activations go back to the system when freed, instead of adding up in the heap.
-    """
+    """Runs GenEnv epochs with checkpoints; ``resume=True`` continues from the last complete one."""
 
     def __init__(self, config: GenEnvConfig, *, resume: bool = False) -> None:
-        map_large_allocations()
         self.config = config
         self.run_dir = make_run_dir(config.run_dir)
         self.processes = PartialState(cpu=not torch.cuda.is_available())

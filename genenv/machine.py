@@ -63,32 +63,11 @@ def cores_busy_by_others(interval: float = 0.3) -> float | None:
     return min(max(busy - own, 0.0), float(cores))
 
 
-#: glibc's ``mallopt`` parameter of the size from which an allocation gets its own memory map
-_M_MMAP_THRESHOLD = -3
-
-
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    return ctypes.CDLL(name) if name else None
-
-
-def map_large_allocations(threshold_bytes: int = 1 << 20) -> bool:
-    """Serve every C allocation of at least ``threshold_bytes`` from its own memory map (glibc's
-    ``M_MMAP_THRESHOLD``), so that freeing it returns it to the system at once.
-
-    glibc's own threshold starts at 128 KiB and rises, up to 32 MiB, each time a mapped block is freed; a training
-    process soon passes the blocks of a model's weight copy and its activations through the heap, where their freed
-    space stays resident. Process-wide; returns ``False`` where the C library has no ``mallopt``.
-    """
-    if threshold_bytes <= 0:
-        raise ValueError(f"threshold_bytes must be positive, got {threshold_bytes}")
-    mallopt = getattr(_libc(), "mallopt", None)
-    return bool(mallopt(_M_MMAP_THRESHOLD, threshold_bytes)) if mallopt is not None else False
-
-
 def release_freed_memory() -> bool:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): memory freed after a large
     transient (a weight conversion) otherwise stays in this process's resident set. Returns whether any was returned
     (``False`` where the C library has no ``malloc_trim``)."""
-    trim = getattr(_libc(), "malloc_trim", None)
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    trim = getattr(libc, "malloc_trim", None)
     return bool(trim(0)) if trim is not None else False

@@ -104,7 +104,7 @@ print(json.dumps(result, indent=1))
 # the durations the set-up's and the job's first lines announce, against these
 repo = dest.parents[2]
 for where, measured in ((repo / "scripts" / "setup.sh", t1 - t0), (repo / "genenv" / "console.py", t2 - t1)):
-    announced = int(re.search(r"about (\d+) minutes", where.read_text()).group(1))
+    announced = float(re.search(r"about (\d+(?:\.\d+)?) minutes", where.read_text()).group(1))
     if abs(announced * 60 - measured) > 30:
         print(f"{where.relative_to(repo)} announces about {announced} minutes; measured {minutes(measured)}: update it")
 EOF

@@ -176,6 +176,19 @@ def test_a_conversion_leaves_no_object_frozen_from_collection(tmp_path, monkeypa
     assert gc.get_freeze_count() == 0
 
 
+def test_a_conversion_leaves_none_of_its_copy_to_the_next_full_collection(tmp_path):
+    """The converter dismantles its copy of the model into reference cycles; the conversion collects them itself."""
+    policy = lively()
+    gc.collect()
+    gc.disable()  # only the conversion's own collections run
+    try:
+        engine(policy, tmp_path)
+        models = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module) and hasattr(o, "lm_head")]
+    finally:
+        gc.enable()
+    assert [id(model) for model in models] == [id(policy.model)]
+
+
 def test_float32_loads_without_ctranslate2s_packed_weight_copy(tmp_path, monkeypatch):
     """float32 switches the packed copy off unless the user set it; int8 leaves CTranslate2's default."""
     monkeypatch.delenv("CT2_PACKED_GEMM", raising=False)
