@@ -208,9 +208,10 @@ class WrittenEachEpoch(_Written):
             for proposal in batch:
                 if proposal.task is not None and proposal.task.task_id not in taken:
                     valid.setdefault(proposal.task.task_id, proposal)
-        fresh = [proposal.task for proposal in valid.values()][:to_write]
+        written = [proposal.task for proposal in valid.values()]
+        fresh = written[:to_write]
         if self.aim is not None:  # every valid task: a caller may keep the ones beyond ``wanted`` for later
-            self.aim.written([p.task for p in valid.values()], [p.family for p in valid.values()])
+            self.aim.written(written, [proposal.family for proposal in valid.values()])
         self._epoch_ids.update(task.task_id for task in again + fresh)
         return EpochTasks(again + fresh, proposals, again=frozenset(task.task_id for task in again))
 
