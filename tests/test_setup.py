@@ -53,3 +53,40 @@ def test_ready_reports_this_environment_with_every_default_item():
     assert line.count("\n") == 0 and line.startswith("ready: benchmarks API-Bank, Bamboogle, TravelPlanner")
     for name in ("reasoning-gym", "BFCL", "engines hf, ctranslate2, openai", "SmolLM2-135M", "TRL", "OpenEnv"):
         assert name in line, line
+
+
+def uv_install_module():
+    spec = importlib.util.spec_from_file_location("uv_install", REPO / "scripts" / "uv_install.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_uv_install_takes_pip_settings_from_its_files_and_variables_the_variables_winning(tmp_path):
+    uv_install = uv_install_module()
+    config = tmp_path / "pip.conf"
+    config.write_text(
+        "[global]\nfind-links = /from/file\ncert = /certs/bundle.pem\n"
+        "[install]\nextra-index-url =\n    file:///one/simple\n    file:///two/simple\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=str(config), PIP_FIND_LINKS="/from/variable")
+    listing = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    settings = uv_install.pip_settings(listing)
+    assert settings["find-links"] == "/from/variable"
+    assert settings["extra-index-url"].split() == ["file:///one/simple", "file:///two/simple"]
+    command, variables = uv_install.uv_command(settings, ["-q", "torch==2.13.0"])
+    assert command[:5] == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match"]
+    assert command[-2:] == ["-q", "torch==2.13.0"]
+    pairs = list(zip(command[5:-2:2], command[6:-2:2]))
+    assert ("--index", "file:///one/simple") in pairs and ("--index", "file:///two/simple") in pairs
+    assert ("--find-links", "/from/variable") in pairs and ("--find-links", "/from/file") not in pairs
+    assert variables["SSL_CERT_FILE"] == "/certs/bundle.pem"
+
+
+def test_uv_install_passes_nothing_where_pip_has_no_settings():
+    command, variables = uv_install_module().uv_command({}, ["-e", "."])
+    assert command == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match", "-e", "."]
+    assert variables == {}
