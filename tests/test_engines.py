@@ -194,6 +194,72 @@ def test_a_conversion_leaves_none_of_its_copy_to_the_next_full_collection(tmp_pa
     assert id(policy.model) in before and not left
 
 
+def test_merged_weights_are_fresh_and_the_others_the_models_own():
+    """Only the LoRA-merged weights are copies; a conversion reads the rest in place, and writes none of them."""
+    from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint
+
+    model = random_lora(lively().model)
+    before = weights_fingerprint(model)
+    state = merged_state_dict(model)
+    live = {name: weight for name, weight in model.get_base_model().named_parameters()}
+    merged = live["model.layers.0.self_attn.q_proj.base_layer.weight"]
+    assert state["model.layers.0.self_attn.q_proj.weight"].data_ptr() != merged.data_ptr()
+    assert not torch.equal(state["model.layers.0.self_attn.q_proj.weight"], merged)
+    for name in ("model.embed_tokens.weight", "model.layers.0.self_attn.k_proj.weight", "model.norm.weight"):
+        assert state[name].data_ptr() == live[name].data_ptr()
+    assert weights_fingerprint(model) == before
+
+
+def test_a_conversion_takes_its_state_and_leaves_the_model_as_it_was(tmp_path):
+    from genenv.llm.engines.ctranslate2 import convert_policy
+    from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint
+
+    policy = lively()
+    model = random_lora(policy.model)
+    before = weights_fingerprint(model)
+    state = merged_state_dict(model)
+    convert_policy(state, model.get_base_model().config, policy.tokenizer, tmp_path / "model", quantization="float32")
+    assert state == {}  # the converter held the only references to the merged weights
+    assert weights_fingerprint(model) == before
+    assert (tmp_path / "model" / "model.bin").is_file()
+
+
+def test_a_batchs_shared_prompt_prefix_runs_once_with_the_same_tokens(tmp_path, monkeypatch):
+    """Prompts sharing a prefix pass it as CTranslate2's static prompt; greedy tokens are those of full prompts."""
+    from genenv.llm.engines import ctranslate2 as ct2_module
+
+    policy = lively()
+    ct2 = engine(policy, tmp_path)
+    sampling = SamplingConfig(max_new_tokens=10)
+    prefix = "a system prompt and worked exchanges that every request shares; "
+    prompts = ids(policy, [prefix + text for text in ("hello world", "tool", "another one")])
+    calls = []
+    generate_batch = ct2._generator.generate_batch
+
+    class Recording:
+        def generate_batch(self, tokens, **kwargs):
+            calls.append((tokens, kwargs.get("static_prompt")))
+            return generate_batch(tokens, **kwargs)
+
+    ct2._generator = Recording()
+    shared = ct2.generator(sampling)(prompts)[0]
+    monkeypatch.setattr(ct2_module, "_shared_prefix", lambda rows: 0)
+    whole = ct2.generator(sampling)(prompts)[0]
+    assert len(calls[0][1]) >= len(ids(policy, [prefix])[0]) - 1 and calls[1][1] is None
+    assert all(len(row) >= 1 for row in calls[0][0])
+    assert shared == whole == cut(hf_generator(policy.model, policy.tokenizer, sampling)(prompts)[0], policy)
+
+
+def test_shared_prefix_leaves_every_row_a_token_and_needs_two_rows():
+    from genenv.llm.engines.ctranslate2 import _shared_prefix
+
+    assert _shared_prefix([["a", "b", "c"], ["a", "b", "d"]]) == 2
+    assert _shared_prefix([["a", "b"], ["a", "b", "c"]]) == 1
+    assert _shared_prefix([["a", "b"], ["a", "b"]]) == 1
+    assert _shared_prefix([["x"], ["y"]]) == 0
+    assert _shared_prefix([["a", "b", "c"]]) == 0
+
+
 def test_float32_loads_without_ctranslate2s_packed_weight_copy(tmp_path, monkeypatch):
     """float32 switches the packed copy off unless the user set it; int8 leaves CTranslate2's default."""
     monkeypatch.delenv("CT2_PACKED_GEMM", raising=False)

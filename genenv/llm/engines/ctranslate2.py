@@ -65,7 +65,9 @@ def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: floa
     missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:
         raise RuntimeError(f"conversion for CTranslate2: missing={missing[:5]} unexpected={unexpected[:5]}")
-    shadow.lm_head.weight = torch.nn.Parameter(head * logit_scale, requires_grad=False)
+    if logit_scale != 1.0:
+        head = head * logit_scale
+    shadow.lm_head.weight = torch.nn.Parameter(head, requires_grad=False)
     return shadow.eval()
 
 
@@ -99,13 +101,18 @@ def convert_policy(
     quantization: str,
     logit_scale: float = 1.0,
 ) -> Path:
-    """Write the CTranslate2 model of ``state`` (a :func:`merged_state_dict`) to ``output_dir`` (must not exist)."""
+    """Write the CTranslate2 model of ``state`` (a :func:`merged_state_dict`) to ``output_dir`` (must not exist).
+
+    ``state`` is emptied: the converter then holds the only references to the merged weights, and frees each layer's
+    as it goes.
+    """
     with tempfile.TemporaryDirectory(prefix="genenv-ct2-config-") as config_dir:
         config = config.__class__.from_dict(config.to_dict())
         config.tie_word_embeddings = False
         config.save_pretrained(config_dir)
         with _collections_skip_older_objects():
             shadow = _shadow_model(config, state, logit_scale)
+            state.clear()
             _converter(shadow, tokenizer, Path(config_dir)).convert(str(output_dir), quantization=quantization)
             del shadow
             gc.collect()  # the dismantled copy's reference cycles: young objects, so this collection is quick
@@ -151,6 +158,23 @@ def _length_groups(batch: list[list[int]], span: int) -> list[list[int]]:
         else:
             groups.append([i])
     return groups
+
+
+def _shared_prefix(rows: list[list[str]]) -> int:
+    """Length of the longest token prefix all ``rows`` share, leaving every row at least one token of its own.
+
+    CTranslate2 runs such a prefix (its ``static_prompt``) once for the batch instead of once a row: the held-out
+    prompts share their system prompt and worked exchanges, most of each prompt.
+    """
+    if len(rows) < 2:
+        return 0
+    limit = min(len(row) for row in rows) - 1
+    first = rows[0]
+    for position in range(limit):
+        token = first[position]
+        if any(row[position] != token for row in rows):
+            return position
+    return max(limit, 0)
 
 
 class CTranslate2Engine:
@@ -307,6 +331,10 @@ class CTranslate2Engine:
                         "callback": lambda step, group=group: steps[group[step.batch_id]].append(step.log_prob),
                     }
                 tokens = [self.tokenizer.convert_ids_to_tokens(batch[i]) for i in group]
+                shared = _shared_prefix(tokens)
+                if shared:
+                    extra.update(static_prompt=tokens[0][:shared], cache_static_prompt=False)
+                    tokens = [row[shared:] for row in tokens]
                 for i, result in zip(group, self._generator.generate_batch(tokens, **options, **extra)):
                     ids[i] = list(result.sequences_ids[0])
             if not logprobs:

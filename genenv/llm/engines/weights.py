@@ -13,9 +13,12 @@ __all__ = ["merged_state_dict", "weights_fingerprint", "weights_key"]
 
 
 def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
-    """``model``'s weights as the plain architecture names them, LoRA adapters merged, as fresh tensors.
+    """``model``'s weights as the plain architecture names them, LoRA adapters merged.
 
-    Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is not modified.
+    A merged weight is a fresh tensor; every other weight is the model's own (detached, in float32 on the CPU: the
+    same storage where it already is one), so a conversion does not copy the weights it does not change. Read them,
+    never write them. Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is
+    not modified.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     state: dict[str, torch.Tensor] = {}
@@ -23,7 +26,7 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
         parts = key.split(".")
         if any(part.startswith("lora_") for part in parts):
             continue
-        state[".".join(p for p in parts if p != "base_layer")] = value.detach().to("cpu", torch.float32, copy=True)
+        state[".".join(p for p in parts if p != "base_layer")] = value.detach().to("cpu", torch.float32)
     with torch.no_grad():
         for name, module in base.named_modules():
             if not (hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")):
@@ -32,7 +35,8 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
                 continue
             for adapter in module.active_adapters:
                 if adapter in getattr(module, "lora_A", {}):
-                    state[f"{name}.weight"] += module.get_delta_weight(adapter).to("cpu", torch.float32)
+                    key = f"{name}.weight"
+                    state[key] = state[key] + module.get_delta_weight(adapter).to("cpu", torch.float32)
     return state
 
 
