@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A newcomer's first contact: README command 1 (set-up, then the main job) from a fresh `git clone --depth 1`, with an
-# empty pip cache and an empty genenv cache, timed as a whole and in its two parts, with the peak memory and the load.
+# empty pip, uv and genenv caches, timed as a whole and in its two parts, with the peak memory and the load.
 #
 #   bash performance/first_contact.sh [REPO_URL] [WORK_DIR]     # default: this checkout's committed HEAD, /tmp/first_contact
 #
@@ -28,6 +28,7 @@ mkdir -p "$WORK"
 git clone -q --depth 1 "$REPO" "$WORK/clone"
 cd "$WORK/clone"
 export PIP_CACHE_DIR=$WORK/pip-cache        # empty, as `pip cache purge` leaves it, without touching the user's cache
+export UV_CACHE_DIR=$WORK/uv-cache          # uv's, likewise
 export GENENV_CACHE_DIR=$WORK/genenv-cache  # genenv's converted weights: none yet
 BUSY=$(busy_cores)
 UPTIME_BEFORE=$(uptime)
@@ -69,14 +70,14 @@ result = {
     "date": datetime.date.today().isoformat(),
     "command": "bash scripts/setup.sh && GENENV_DATA_DIR=${GENENV_DATA_DIR:-../shared/data} .venv/bin/python -m "
     "genenv.train +bench=reasoning_gym",
-    "conditions": "fresh git clone --depth 1, empty pip cache, empty genenv cache; /usr/bin/time -v wall " + wall,
+    "conditions": "fresh git clone --depth 1, empty pip, uv and genenv caches; /usr/bin/time -v wall " + wall,
 }
 (dest / "first_contact.json").write_text(json.dumps(result, indent=1) + "\n")
 metrics = [json.loads(line) for line in (dest / "metrics.jsonl").read_text().splitlines() if line.strip()]
 minutes = lambda s: "{} min {} s".format(*divmod(round(s), 60))
 lines = [
-    f"README command 1 on a fresh clone of {commit} ({result['date']}), set-up included: an empty pip cache and an",
-    f"empty genenv cache; 2 cores, {busy} of them kept busy by other processes just before (1-minute load",
+    f"README command 1 on a fresh clone of {commit} ({result['date']}), set-up included: empty pip, uv and",
+    f"genenv caches; 2 cores, {busy} of them kept busy by other processes just before (1-minute load",
     f"{result['load']['load_average_before'][0]:.2f} at the start, {result['load']['load_average_after'][0]:.2f} at"
     " the end, the job's own work):",
     "  " + result["command"],
