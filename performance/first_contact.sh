@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A newcomer's first contact: README command 1 (set-up, then the main job) from a fresh `git clone --depth 1`, with
-# empty pip, uv and genenv caches (all three), timed as a whole and in its two parts, with the peak memory and the load.
+# empty pip, uv and genenv caches, timed as a whole and in its two parts, with the peak memory and the load.
 #
 #   bash performance/first_contact.sh [REPO_URL] [WORK_DIR]     # default: this checkout's committed HEAD, /tmp/first_contact
 #
