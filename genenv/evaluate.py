@@ -66,7 +66,8 @@ def evaluate(
         chunk = order[start : start + batch_size]
         played.update(zip(chunk, agent.rollout(envs[: len(chunk)], [tasks[i] for i in chunk], seed=seed + start)))
         bar.update(len(chunk))
-        bar.set_postfix(score=f"{sum(e.reward for e in played.values()) / len(played):.3f}")
+        scored = [e.info.get("score", e.reward) for e in played.values()]  # the official score, as returned below
+        bar.set_postfix(score=f"{sum(scored) / len(scored):.3f}")
     bar.close()
     episodes = [played[i] for i in range(len(tasks))]
     scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
