@@ -65,9 +65,9 @@ def evaluate(
     for start in range(0, len(tasks), batch_size):
         chunk = order[start : start + batch_size]
         played.update(zip(chunk, agent.rollout(envs[: len(chunk)], [tasks[i] for i in chunk], seed=seed + start)))
-        bar.update(len(chunk))
         scored = [e.info.get("score", e.reward) for e in played.values()]  # the official score, as returned below
-        bar.set_postfix(score=f"{sum(scored) / len(scored):.3f}")
+        bar.set_postfix(score=f"{sum(scored) / len(scored):.3f}")  # before the update, which draws the bar
+        bar.update(len(chunk))
     bar.close()
     episodes = [played[i] for i in range(len(tasks))]
     scores = [Score(e.info.get("score", e.reward), e.info.get("score_breakdown", {})) for e in episodes]
