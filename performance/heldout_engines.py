@@ -83,28 +83,36 @@ def score(spec: str, policy: Any, config: Any, adapter: Any, tasks: list[Any]) -
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="a finished run folder of README command 1")
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    config, adapter, _ = compose_setup(["+bench=reasoning_gym"])
-    config = config.for_benchmark(adapter)
+def main_job_setup(run: Path, command: str) -> tuple[Any, Any, Any, list[Any], dict[str, list[float]], dict[str, Any]]:
+    """The main job's config, benchmark adapter, embedded policy and held-out tasks; ``run``'s recorded task scores
+    by stage; and the head of a result record (``command``, the run, the threads and the load before)."""
     from genenv.llm.models import load_policy
 
+    config, adapter, _ = compose_setup(["+bench=reasoning_gym"])
+    config = config.for_benchmark(adapter)
     policy = load_policy(config.agent_model, seed=config.seed)
     tasks = held_out_tasks(adapter, config.validation.split, config.validation.limit)
-    recorded = {point.stage: list(point.task_scores) for point in held_out_curve(read_metrics(args.run))}
+    recorded = {point.stage: list(point.task_scores) for point in held_out_curve(read_metrics(run))}
     result: dict[str, Any] = {
-        "command": "python performance/heldout_engines.py RUN --engines " + " ".join(args.engines),
-        "run": str(args.run),
+        "command": command,
+        "run": str(run),
         "tasks": len(tasks),
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "uptime_before": uptime(),
         "stages": {},
     }
+    return config, adapter, policy, tasks, recorded, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a finished run folder of README command 1")
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    command = "python performance/heldout_engines.py RUN --engines " + " ".join(args.engines)
+    config, adapter, policy, tasks, recorded, result = main_job_setup(args.run, command)
     reporting = adapter.reporting_adapter()
     for stage, folder in stages(args.run):
         stage_policy = replace(policy, model=agent_model(policy.model, folder))

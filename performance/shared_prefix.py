@@ -15,25 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import torch
-from heldout_engines import agent_model, stages
+from heldout_engines import agent_model, main_job_setup, stages
 
 from genenv.agents.agent import Agent
-from genenv.checkpoints import read_metrics
-from genenv.coevolution import VALIDATION_BATCH, held_out_tasks
+from genenv.coevolution import VALIDATION_BATCH
 from genenv.evaluate import evaluate
-from genenv.learning_curve import held_out_curve
 from genenv.llm.engines import build_engine
 from genenv.llm.generation import SamplingConfig
-from genenv.llm.models import load_policy
 from genenv.machine import uptime
-from genenv.train import compose_setup
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "learning_curves" / "main_job" / "shared_prefix.json"
 
@@ -76,20 +70,8 @@ def main() -> None:
     parser.add_argument("run", type=Path, help="a finished run folder of README command 1")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    config, adapter, _ = compose_setup(["+bench=reasoning_gym"])
-    config = config.for_benchmark(adapter)
-    policy = load_policy(config.agent_model, seed=config.seed)
-    tasks = held_out_tasks(adapter, config.validation.split, config.validation.limit)
-    recorded = {point.stage: list(point.task_scores) for point in held_out_curve(read_metrics(args.run))}
-    result: dict[str, Any] = {
-        "command": "OMP_NUM_THREADS=1 python performance/shared_prefix.py RUN",
-        "run": str(args.run),
-        "tasks": len(tasks),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),
-        "uptime_before": uptime(),
-        "stages": {},
-    }
+    command = "OMP_NUM_THREADS=1 python performance/shared_prefix.py RUN"
+    config, adapter, policy, tasks, recorded, result = main_job_setup(args.run, command)
     for stage, folder in stages(args.run):
         stage_policy = replace(policy, model=agent_model(policy.model, folder))
         engine = build_engine("ctranslate2", stage_policy, compute_type="float32")
