@@ -210,18 +210,23 @@ def test_merged_weights_are_fresh_and_the_others_the_models_own():
     assert weights_fingerprint(model) == before
 
 
-def test_a_conversion_takes_its_state_and_leaves_the_model_as_it_was(tmp_path):
+@pytest.mark.parametrize("scale", [1.0, 0.5])  # at 1 the output layer is the embedding matrix itself
+def test_a_conversion_takes_its_state_and_leaves_the_model_as_it_was(tmp_path, scale):
     from genenv.llm.engines.ctranslate2 import convert_policy
     from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint
 
     policy = lively()
     model = random_lora(policy.model)
     before = weights_fingerprint(model)
+    config = model.get_base_model().config
+    copied = {name: weight.clone() for name, weight in merged_state_dict(model).items()}
+    convert_policy(copied, config, policy.tokenizer, tmp_path / "copied", quantization="float32", logit_scale=scale)
     state = merged_state_dict(model)
-    convert_policy(state, model.get_base_model().config, policy.tokenizer, tmp_path / "model", quantization="float32")
+    convert_policy(state, config, policy.tokenizer, tmp_path / "model", quantization="float32", logit_scale=scale)
     assert state == {}  # the converter held the only references to the merged weights
     assert weights_fingerprint(model) == before
-    assert (tmp_path / "model" / "model.bin").is_file()
+    files = [(tmp_path / folder / "model.bin").read_bytes() for folder in ("copied", "model")]
+    assert files[0] == files[1]  # reading the model's own weights in place converts the same
 
 
 def test_a_batchs_shared_prompt_prefix_runs_once_with_the_same_tokens(tmp_path, monkeypatch):
