@@ -200,7 +200,7 @@ def test_merged_weights_are_fresh_and_the_others_the_models_own():
 
     model = random_lora(lively().model)
     before = weights_fingerprint(model)
-    state = merged_state_dict(model)
+    state = merged_state_dict(model, copy_unmerged=False)
     live = {name: weight for name, weight in model.get_base_model().named_parameters()}
     merged = live["model.layers.0.self_attn.q_proj.base_layer.weight"]
     assert state["model.layers.0.self_attn.q_proj.weight"].data_ptr() != merged.data_ptr()
@@ -211,7 +211,7 @@ def test_merged_weights_are_fresh_and_the_others_the_models_own():
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.5])  # at 1 the output layer is the embedding matrix itself
-def test_a_conversion_takes_its_state_and_leaves_the_model_as_it_was(tmp_path, scale):
+def test_a_float32_conversion_reads_the_models_weights_in_place_and_leaves_them_as_they_were(tmp_path, scale):
     from genenv.llm.engines.ctranslate2 import convert_policy
     from genenv.llm.engines.weights import merged_state_dict, weights_fingerprint
 
@@ -219,14 +219,28 @@ def test_a_conversion_takes_its_state_and_leaves_the_model_as_it_was(tmp_path, s
     model = random_lora(policy.model)
     before = weights_fingerprint(model)
     config = model.get_base_model().config
-    copied = {name: weight.clone() for name, weight in merged_state_dict(model).items()}
+    copied = merged_state_dict(model)
     convert_policy(copied, config, policy.tokenizer, tmp_path / "copied", quantization="float32", logit_scale=scale)
-    state = merged_state_dict(model)
+    state = merged_state_dict(model, copy_unmerged=False)
     convert_policy(state, config, policy.tokenizer, tmp_path / "model", quantization="float32", logit_scale=scale)
     assert state == {}  # the converter held the only references to the merged weights
     assert weights_fingerprint(model) == before
     files = [(tmp_path / folder / "model.bin").read_bytes() for folder in ("copied", "model")]
     assert files[0] == files[1]  # reading the model's own weights in place converts the same
+
+
+@pytest.mark.parametrize("compute_type", ["int8", "float32"])
+def test_a_sync_leaves_the_trained_model_as_it_was(tmp_path, compute_type):
+    """int8 quantization scales the weights it converts in place: the engine hands it copies, never the model's."""
+    from genenv.llm.engines.weights import weights_fingerprint
+
+    policy = lively()
+    model = random_lora(policy.model)
+    before = weights_fingerprint(model)
+    ct2 = engine(policy, tmp_path, compute_type=compute_type)
+    ct2.sync(model)
+    assert weights_fingerprint(model) == before
+    assert weights_fingerprint(policy.model) == before
 
 
 def test_a_batchs_shared_prompt_prefix_runs_once_with_the_same_tokens(tmp_path, monkeypatch):

@@ -49,9 +49,9 @@ _FORMAT = 1  # bump when the conversion changes, to retire every cached folder
 _PACKED_GEMM = "CT2_PACKED_GEMM"
 
 
-def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: float) -> Any:
+def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: float, *, quantized: bool) -> Any:
     """A throw-away model of ``config``'s architecture holding ``state``, its output projection (untied) times
-    ``logit_scale``."""
+    ``logit_scale``: a tensor of its own, unless the conversion only reads it (float32 at scale 1)."""
     from transformers import AutoModelForCausalLM
 
     with torch.device("meta"):
@@ -65,7 +65,7 @@ def _shadow_model(config: Any, state: dict[str, torch.Tensor], logit_scale: floa
     missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:
         raise RuntimeError(f"conversion for CTranslate2: missing={missing[:5]} unexpected={unexpected[:5]}")
-    if logit_scale != 1.0:
+    if logit_scale != 1.0 or quantized:
         head = head * logit_scale
     shadow.lm_head.weight = torch.nn.Parameter(head, requires_grad=False)
     return shadow.eval()
@@ -104,14 +104,14 @@ def convert_policy(
     """Write the CTranslate2 model of ``state`` (a :func:`merged_state_dict`) to ``output_dir`` (must not exist).
 
     ``state`` is emptied: the converter then holds the only references to the merged weights, and frees each layer's
-    as it goes.
+    as it goes. A quantized conversion scales the tensors it reads in place: give it a state of copies.
     """
     with tempfile.TemporaryDirectory(prefix="genenv-ct2-config-") as config_dir:
         config = config.__class__.from_dict(config.to_dict())
         config.tie_word_embeddings = False
         config.save_pretrained(config_dir)
         with _collections_skip_older_objects():
-            shadow = _shadow_model(config, state, logit_scale)
+            shadow = _shadow_model(config, state, logit_scale, quantized=quantization != "float32")
             state.clear()
             _converter(shadow, tokenizer, Path(config_dir)).convert(str(output_dir), quantization=quantization)
             del shadow
@@ -238,7 +238,9 @@ class CTranslate2Engine:
             return 0.0
         start = time.perf_counter()
         self._generator = self._fingerprint = None  # the old copy's memory is free for the new one
-        state = merged_state_dict(model)
+        # CTranslate2's quantization scales the weights it reads in place: only a float32 conversion reads the
+        # model's own tensors
+        state = merged_state_dict(model, copy_unmerged=self.compute_type != "float32")
         config = (model.get_base_model() if hasattr(model, "get_base_model") else model).config
         quantization = self.compute_type
         scale = 1.0 / self.logprob_temperature

@@ -12,13 +12,13 @@ import torch
 __all__ = ["merged_state_dict", "weights_fingerprint", "weights_key"]
 
 
-def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
-    """``model``'s weights as the plain architecture names them, LoRA adapters merged.
+def merged_state_dict(model: Any, *, copy_unmerged: bool = True) -> dict[str, torch.Tensor]:
+    """``model``'s weights as the plain architecture names them, LoRA adapters merged, as fresh tensors.
 
-    A merged weight is a fresh tensor; every other weight is the model's own (detached, in float32 on the CPU: the
-    same storage where it already is one), so a conversion does not copy the weights it does not change. Read them,
-    never write them. Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is
-    not modified.
+    ``copy_unmerged=False``: the weights no adapter changes are the model's own tensors (detached, in float32 on the
+    CPU: the same storage where they already are), for a reader that never writes them and would rather not hold a
+    second copy. Works for a ``PeftModel``, a model with injected LoRA layers, or a plain model; the model is not
+    modified.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     state: dict[str, torch.Tensor] = {}
@@ -26,7 +26,8 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
         parts = key.split(".")
         if any(part.startswith("lora_") for part in parts):
             continue
-        state[".".join(p for p in parts if p != "base_layer")] = value.detach().to("cpu", torch.float32)
+        plain = ".".join(p for p in parts if p != "base_layer")
+        state[plain] = value.detach().to("cpu", torch.float32, copy=copy_unmerged)
     with torch.no_grad():
         for name, module in base.named_modules():
             if not (hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")):
