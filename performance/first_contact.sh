@@ -5,7 +5,8 @@
 #   bash performance/first_contact.sh [REPO_URL] [WORK_DIR]     # default: this checkout's committed HEAD, /tmp/first_contact
 #
 # Run it on a machine with nothing else running: it records the cores other processes kept busy just before it starts
-# (5 s of /proc/stat) and the load averages before and after. Writes into results/learning_curves/main_job/ of this
+# (5 s of /proc/stat) and the load averages before and after, and the machine's speed at this hour right after
+# (performance/yardstick.py). Writes into results/learning_curves/main_job/ of this
 # checkout: first_contact.json (setup_s, job_s, total_s, peak_rss_mb, load, commit, date), the job's metrics.jsonl,
 # learning_curve.png and printed output (output.txt), the set-up's printed output (setup_output.txt) and summary.txt.
 set -euo pipefail
@@ -46,14 +47,16 @@ echo "first contact at $(git rev-parse --short HEAD): busy cores before: $BUSY; 
   date +%s.%N > "$0/t2"
   exit "$rc"' "$WORK"
 UPTIME_AFTER=$(uptime)
+# the machine's speed at this hour, outside the timed command (performance/yardstick.py)
+YARDSTICK=$(.venv/bin/python performance/yardstick.py 2>/dev/null | tail -n 1 || echo null)
 
 RUN=$(sed -n 's/^run folder: \([^ ]*\) .*/\1/p' "$WORK/output.txt")
 cp "$RUN/metrics.jsonl" "$RUN/learning_curve.png" "$DEST/"
 cp "$WORK/output.txt" "$WORK/setup_output.txt" "$DEST/"
-python3 - "$WORK" "$DEST" "$(git rev-parse --short HEAD)" "$BUSY" "$UPTIME_BEFORE" "$UPTIME_AFTER" <<'EOF'
+python3 - "$WORK" "$DEST" "$(git rev-parse --short HEAD)" "$BUSY" "$UPTIME_BEFORE" "$UPTIME_AFTER" "$YARDSTICK" <<'EOF'
 import datetime, json, pathlib, re, sys
 
-work, dest, commit, busy, before, after = sys.argv[1:]
+work, dest, commit, busy, before, after, yardstick = sys.argv[1:]
 work, dest = pathlib.Path(work), pathlib.Path(dest)
 t0, t1, t2 = (float((work / name).read_text()) for name in ("t0", "t1", "t2"))
 timed = (work / "time.txt").read_text()
@@ -66,6 +69,7 @@ result = {
     "total_s": round(t2 - t0, 1),
     "peak_rss_mb": round(peak_kb / 1024),
     "load": {"busy_cores_before": float(busy), "load_average_before": load(before), "load_average_after": load(after)},
+    "yardstick": json.loads(yardstick),  # performance/yardstick.py right after: the machine's speed at this hour
     "commit": commit,
     "date": datetime.date.today().isoformat(),
     "command": "bash scripts/setup.sh && GENENV_DATA_DIR=${GENENV_DATA_DIR:-../shared/data} .venv/bin/python -m "
