@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "performance" / "conversion_memory.json"
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 def status_mb(key: str) -> int:
@@ -43,6 +42,7 @@ def main() -> None:
     from peft import LoraConfig, get_peft_model
 
     import genenv
+    from genenv.agents.grpo import GRPOAgentConfig
     from genenv.llm.engines import build_engine
     from genenv.llm.engines import ctranslate2 as engine_module
     from genenv.llm.models import load_policy
@@ -50,7 +50,9 @@ def main() -> None:
 
     torch.manual_seed(0)
     policy = load_policy("smollm2")
-    model = get_peft_model(policy.model, LoraConfig(r=16, lora_alpha=32, target_modules=TARGETS))
+    agent = GRPOAgentConfig()  # the main job's LoRA: rank, alpha and target projections
+    lora = LoraConfig(r=agent.lora_r, lora_alpha=agent.lora_alpha, target_modules=agent.lora_target_modules)
+    model = get_peft_model(policy.model, lora)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     engine = build_engine("ctranslate2", replace(policy, model=model), compute_type="float32")
     engine.unload()

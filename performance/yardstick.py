@@ -2,10 +2,10 @@
 
     python performance/yardstick.py     # prints {"seconds": ..., "cpu_seconds": ..., "threads": ...}
 
-15 steps of one 132-token sequence (the warm start's mean length) through SmolLM2-135M with LoRA (r 16) on every
-projection, after 3 unmeasured ones, with torch's default threads. The same command on the same machine differs by
-the hour (a shared host); `performance/first_contact.sh` runs it right after its timed command, so first-contact
-figures taken at different times can be told apart from changes of the code.
+15 steps of one 132-token sequence (the warm start's mean length) through SmolLM2-135M with the main job's LoRA (the
+agent's defaults: r 16 on every projection), after 3 unmeasured ones, with torch's default threads. The same command
+on the same machine differs by the hour (a shared host); `performance/first_contact.sh` runs it right after its timed
+command, so first-contact figures taken at different times can be told apart from changes of the code.
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ import time
 
 import torch
 
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 STEPS, WARMUP, LENGTH = 15, 3, 132
 
 
 def main() -> None:
     from peft import LoraConfig, get_peft_model
 
+    from genenv.agents.grpo import GRPOAgentConfig
     from genenv.llm.models import load_policy
 
     torch.manual_seed(0)
-    model = get_peft_model(load_policy("smollm2").model, LoraConfig(r=16, lora_alpha=32, target_modules=TARGETS))
+    agent = GRPOAgentConfig()  # the main job's LoRA: rank, alpha and target projections
+    lora = LoraConfig(r=agent.lora_r, lora_alpha=agent.lora_alpha, target_modules=agent.lora_target_modules)
+    model = get_peft_model(load_policy("smollm2").model, lora)
     model.train()
     tokens = torch.randint(0, 40000, (1, LENGTH))
     for _ in range(WARMUP):
