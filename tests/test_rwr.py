@@ -79,6 +79,20 @@ def test_micro_batches_give_the_update_of_the_whole_batch():
     assert whole.completion_nll(data) == pytest.approx(split.completion_nll(data), rel=1e-5)
 
 
+def test_activation_checkpointing_gives_the_same_update():
+    """Recomputing the activations in the backward pass changes memory, not the step (KL term included)."""
+    data = examples(weights=[3.0, 0.5, 1.0, 2.0])
+    kept = make(activation_checkpointing=False, kl_coef=0.5)
+    recomputed = make(activation_checkpointing=True, kl_coef=0.5)
+    assert recomputed.model.get_base_model().is_activation_checkpointing
+    assert not kept.model.get_base_model().is_activation_checkpointing
+    for _ in range(2):
+        a, b = kept.train(data), recomputed.train(data)
+        assert a.mean_loss == pytest.approx(b.mean_loss, rel=1e-6)
+    for (name, p), q in zip(kept.model.named_parameters(), recomputed.model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=name)
+
+
 def test_heavy_example_learned_more():
     trainer = make(kl_coef=0.0)
     texts = ["aaaa bbbb aaaa bbbb", "ZQ#7 xw!!9 ~~K"]

@@ -88,6 +88,9 @@ class RWRConfig:
             the loss scale does not depend on the reward level.
         max_grad_norm: gradient clipping norm (``None`` or ``0`` disables clipping).
         weight_decay: AdamW weight decay of the LoRA parameters (0 as in TRL's default).
+        activation_checkpointing: recompute each decoder layer's activations in the backward pass instead of
+            keeping them (the same gradients; the simulator's prompts run to ``max_length`` tokens, whose activations
+            were the largest allocation of a CPU run of the main job).
         seed: seed of the LoRA initialisation and of the example shuffling.
     """
 
@@ -105,6 +108,7 @@ class RWRConfig:
     normalize_weights: bool = True
     max_grad_norm: float | None = 1.0
     weight_decay: float = 0.0
+    activation_checkpointing: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -232,6 +236,9 @@ class RWRTrainer:
         self._eos = int(eos)
         pad = self.tokenizer.pad_token_id
         self._pad = int(pad) if pad is not None else self._eos
+        if self.config.activation_checkpointing:
+            # only in train mode: generation and the eval-mode reference and KL passes are unchanged
+            model.get_base_model().activation_checkpointing_enable({"use_reentrant": False})
         model.eval()
 
     # ----------------------------------------------------------------------------------------
