@@ -26,10 +26,11 @@ The simulator writes a spec ``{"family": name, "level": L, "seed": s}``. Asked f
 ``name@L`` (the "current level" its difficulty instruction is about), it may pick any configured level within
 ``level_step`` steps of ``L`` (``generation_schema`` enumerates them; ``level_step=None``: any configured level), so
 "write a harder task" means a higher level. With ``requests="families"`` it is asked for a family ``name`` and
-chooses the level itself; its prompt shows the agent's success per level. ``seed`` is any integer, mapped to the
-reasoning-gym seed ``s mod 10**9`` (never a held-out seed). ``parse_task`` checks the spec against the
-family's curriculum and generates the item with the family's own generator, so the gold answer is
-reasoning-gym's; ``validate_task`` checks that ``score_answer`` gives that answer 1.0 and that the
+chooses the level itself; its prompt shows the agent's success per level. ``seed`` is the reasoning-gym seed, an
+integer below ``10**9``, never a held-out seed (``generation_schema`` bounds it, so constrained decoding writes at most
+nine digits, without a sign; the schema shown in the simulator's prompt says "any integer"). ``parse_task`` checks
+the spec against the family's curriculum and generates the item with the family's own generator, so the gold answer
+is reasoning-gym's; ``validate_task`` checks that ``score_answer`` gives that answer 1.0 and that the
 question is not held out.
 
 Written expressions (``task_spec="expression"``)
@@ -606,7 +607,7 @@ class ReasoningGymAdapter(BenchmarkAdapter):
             "properties": {
                 "family": {"type": "string", "enum": [name]},
                 "level": {"type": "integer", "enum": allowed, "minimum": allowed[0], "maximum": allowed[-1]},
-                "seed": {"type": "integer"},
+                "seed": {"type": "integer", "minimum": 0, "maximum": HELD_OUT_SEED - 1},
             },
             "required": ["family", "level", "seed"],
             "additionalProperties": False,
