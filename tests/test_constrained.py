@@ -79,6 +79,9 @@ def test_integer_bounds_read_from_a_schema_whose_numbers_are_all_bounded():
     unbounded = {**SEED_SCHEMA, "properties": {**SEED_SCHEMA["properties"], "n": {"type": "integer", "minimum": 0}}}
     assert integer_bounds(unbounded) is None
     assert integer_bounds({"type": "number", "minimum": 0, "maximum": 1}) is None
+    # a property called "type" is a schema, not a JSON type
+    named_type = {"type": "object", "properties": {"type": {"type": "integer", "minimum": 1, "maximum": 12}}}
+    assert integer_bounds(named_type) == (2, False)
     assert integer_bounds(SCHEMAS[1]) is None
 
 

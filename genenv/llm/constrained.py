@@ -88,8 +88,14 @@ def integer_bounds(schema: Any) -> tuple[int, bool] | None:
             return
         if not isinstance(node, dict):
             return
-        kind = node.get("type")
-        kinds = set(kind) if isinstance(kind, list) else {kind}
+        kind = node.get("type")  # a JSON type, unless a property is called "type"
+        kinds = (
+            {kind}
+            if isinstance(kind, str)
+            else {k for k in kind if isinstance(k, str)}
+            if isinstance(kind, list)
+            else set()
+        )
         if kinds & {"integer", "number"}:
             enum = node.get("enum")
             if isinstance(enum, list) and enum and all(isinstance(v, int) and not isinstance(v, bool) for v in enum):
