@@ -89,8 +89,8 @@ class RWRConfig:
         max_grad_norm: gradient clipping norm (``None`` or ``0`` disables clipping).
         weight_decay: AdamW weight decay of the LoRA parameters (0 as in TRL's default).
         activation_checkpointing: recompute each decoder layer's activations in the backward pass instead of
-            keeping them (the same gradients; the simulator's prompts run to ``max_length`` tokens, whose activations
-            were the largest allocation of a CPU run of the main job).
+            keeping them: the same update in less memory, for more compute (the simulator's prompts run to
+            ``max_length`` tokens; ``docs/training.md`` has the measurement).
         seed: seed of the LoRA initialisation and of the example shuffling.
     """
 
