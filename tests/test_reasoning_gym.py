@@ -26,6 +26,7 @@ from genenv.coevolution import CoEvolutionTrainer  # noqa: E402
 from genenv.config import CONFIG_DIR  # noqa: E402
 from genenv.envs.expert import expert_messages, replay_expert  # noqa: E402
 from genenv.envs.simulator import to_proposal  # noqa: E402
+from genenv.llm.constrained import integer_bounds  # noqa: E402
 from genenv.pools import TaskPool  # noqa: E402
 from genenv.train import genenv_config  # noqa: E402
 
@@ -207,6 +208,8 @@ def test_generation_hooks(adapter):
     assert schema["properties"]["level"]["enum"] == [0, 1]
     assert adapter.generation_schema("basic_arithmetic@1")["properties"]["level"]["enum"] == [0, 1, 2]
     assert set(schema["required"]) == set(adapter.task_schema["properties"]) and not schema["additionalProperties"]
+    # the seed is bounded below the held-out seeds, so constrained decoding writes at most 9 unsigned digits
+    assert integer_bounds(schema) == (len(str(HELD_OUT_SEED - 1)), False) == (9, False)
     with pytest.raises(ValueError, match="unknown family key"):
         adapter.generation_schema("basic_arithmetic@7")
     context = adapter.generation_context("chain_sum@1", rng, success={"chain_sum@0": 0.75, "basic_arithmetic@1": 0.1})
