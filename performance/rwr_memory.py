@@ -4,9 +4,9 @@
 
 Each setting runs in its own process (a fresh allocator): the embedded SmolLM2 as the simulator, one RWR update of
 8 examples whose prompts fill ``rwr.max_length`` (768 tokens), in batches of 4 (micro-batches of 1, the KL penalty and
-cap on, the defaults). Recorded: the process's peak RSS above its RSS before the update (sampled every 5 ms), the CPU
-and wall seconds of the update, its mean loss and the sum of the trained LoRA weights after it (equal when the update
-is the same).
+cap on, the defaults). Recorded: the process's peak RSS above its RSS before the update (the kernel's high-water
+mark, reset before it, as ``conversion_memory.py`` reads it), the CPU and wall seconds of the update, its mean loss and
+the sum of the trained LoRA weights after it (equal when the update is the same).
 
 Writes ``results/performance/rwr_memory.json`` (or ``--out``).
 """
@@ -17,17 +17,13 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from conversion_memory import reset_peak, status_mb
+
 OUT = Path(__file__).resolve().parents[1] / "results" / "performance" / "rwr_memory.json"
-
-
-def rss_mb() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
 
 
 def measure(checkpointing: bool) -> dict[str, float]:
@@ -45,21 +41,13 @@ def measure(checkpointing: bool) -> dict[str, float]:
         }
         for j in range(8)
     ]
-    peak = [0]
-
-    def sample() -> None:
-        while True:
-            peak[0] = max(peak[0], rss_mb())
-            time.sleep(0.005)
-
-    threading.Thread(target=sample, daemon=True).start()
-    time.sleep(0.2)
-    before = peak[0] = rss_mb()
+    reset_peak()
+    before = status_mb("VmRSS")
     cpu, wall = time.process_time(), time.perf_counter()
     stats = trainer.train(examples)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {
-        "peak_rss_above_before_mb": peak[0] - before,
+        "peak_rss_above_before_mb": status_mb("VmHWM") - before,
         "cpu_seconds": round(cpu, 1),
         "wall_seconds": round(wall, 1),
         "mean_loss": stats.mean_loss,
