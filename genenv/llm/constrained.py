@@ -88,14 +88,8 @@ def integer_bounds(schema: Any) -> tuple[int, bool] | None:
             return
         if not isinstance(node, dict):
             return
-        kind = node.get("type")  # a JSON type, unless a property is called "type"
-        kinds = (
-            {kind}
-            if isinstance(kind, str)
-            else {k for k in kind if isinstance(k, str)}
-            if isinstance(kind, list)
-            else set()
-        )
+        kind = node.get("type")  # a JSON type or a list of them, unless a property is called "type"
+        kinds = {k for k in (kind if isinstance(kind, list) else [kind]) if isinstance(k, str)}
         if kinds & {"integer", "number"}:
             enum = node.get("enum")
             if isinstance(enum, list) and enum and all(isinstance(v, int) and not isinstance(v, bool) for v in enum):
