@@ -95,3 +95,27 @@ def test_reusing_the_kv_cache_across_turns_changes_no_greedy_token(lively_policy
     assert len({len(ids) for ids in runs[True][0]}) > 1, "episodes should end at different turns"
     assert runs[True][0] == runs[False][0]
     assert runs[False][1] == 0 and runs[True][1] > 1000
+
+
+def test_repeated_prompts_are_prefilled_once_and_change_no_greedy_token(lively_policy):
+    """G attempts at each of two tasks of different lengths: the shared prompts' cache is copied to every attempt."""
+    from genenv.agents.rollout import play_envs
+    from genenv.llm.engines.hf import hf_generator
+
+    adapter = ToyAdapter()
+    short, long = adapter.load_tasks("train")[0], adapter._task(123456, 7890123, "train")
+    tasks = [short, long, short, long, long, short]
+    runs = {}
+    for reuse in (False, True):
+        envs = [ToolEnv(adapter, tasks=[t], max_turns=1, max_action_chars=1) for t in tasks]
+        for env, task in zip(envs, tasks):
+            env.reset(options={"task": task})
+        tokenizer = lively_policy.tokenizer
+        generate = hf_generator(lively_policy.model, tokenizer, SamplingConfig(max_new_tokens=12), reuse_cache=reuse)
+        batch = play_envs(envs, tokenizer, generate, eos_token_ids=[tokenizer.eos_token_id], max_completion_length=200)
+        runs[reuse] = (batch.prompt_ids, batch.completion_ids, generate.turn_cache.reused_tokens)
+    prompts = runs[True][0]
+    assert len({len(p) for p in prompts}) == 2, "the two tasks' prompts should differ in length (left padding)"
+    assert runs[True][1] == runs[False][1]
+    shared = sum(len(p) - 1 for p in prompts) - sum(len(p) - 1 for p in {tuple(p): p for p in prompts}.values())
+    assert runs[True][2] == shared > 0 and runs[False][2] == 0

@@ -23,7 +23,8 @@ class TurnCache:
     episodes dropped, generated tokens the rollout cut masked out) followed by the new tokens, left-padded as a
     block: ``generate`` then prefills only the new tokens. Positions come from the attention mask, so a token sees
     the same keys at the same positions as without the cache, and greedy decoding gives the same tokens. A batch
-    that does not continue the previous one (another rollout) starts a fresh cache.
+    that does not continue the previous one (another rollout) starts a fresh cache; where its rows repeat a prompt
+    (GRPO's G attempts at a task), each distinct prompt is prefilled once and its cache copied to its rows.
     """
 
     def __init__(self, pad_id: int) -> None:
@@ -63,6 +64,7 @@ class TurnCache:
             ids = torch.tensor([[self.pad_id] * (width - len(row)) + row for row in batch], device=device)
             mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in batch], device=device)
             self.cache = DynamicCache(config=model.config)
+            self._prefill_shared(batch, ids, mask, model)
             return ids, mask, self.cache
         keep = [j for j, _ in plan]
         if keep != list(range(len(self.rows))):
@@ -78,6 +80,26 @@ class TurnCache:
         tail_ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=device)
         tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
         return torch.cat([old_ids, tail_ids], 1), torch.cat([old_mask, tail_mask], 1), self.cache
+
+    def _prefill_shared(self, batch: list[list[int]], ids: torch.Tensor, mask: torch.Tensor, model: Any) -> None:
+        """Where rows repeat, fill the fresh cache with all but the last column of each distinct row, run once, and
+        copy it to the rows that repeat it: ``generate`` then prefills the last column only."""
+        first = {tuple(row): i for i, row in reversed(list(enumerate(batch)))}
+        if len(first) == len(batch) or ids.shape[1] < 2:
+            return
+        unique = sorted(first.values())
+        where = {tuple(batch[i]): k for k, i in enumerate(unique)}
+        head, head_mask = ids[unique, :-1], mask[unique, :-1]
+        positions = (head_mask.long().cumsum(-1) - 1).masked_fill(head_mask == 0, 0)  # as ``generate`` numbers them
+        model(
+            input_ids=head,
+            attention_mask=head_mask,
+            position_ids=positions,
+            past_key_values=self.cache,
+            logits_to_keep=1,
+        )
+        self.cache.batch_select_indices(torch.tensor([where[tuple(row)] for row in batch], device=ids.device))
+        self.reused_tokens += sum(len(row) - 1 for row in batch) - sum(len(batch[i]) - 1 for i in unique)
 
     def update(self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Record a call's output (its ``input_ids`` then the new tokens); returns the new tokens."""
