@@ -97,6 +97,68 @@ def test_reusing_the_kv_cache_across_turns_changes_no_greedy_token(lively_policy
     assert runs[False][1] == 0 and runs[True][1] > 1000
 
 
+def test_rows_that_ended_leave_the_batch_and_change_no_greedy_token(lively_policy):
+    """Turns decoded in steps of 3 tokens, the rows that ended leaving the batch, give the tokens of one ``generate``
+    call per turn, and the next turn still reuses every row's cache. The end tokens are ones the random model writes
+    at different steps of different rows."""
+    from genenv.agents.rollout import play_envs
+    from genenv.llm.engines.hf import hf_generator
+    from genenv.llm.turn_cache import TurnCache
+
+    adapter = ToyAdapter()
+    tasks = adapter.load_tasks("train")[:5]
+    model, tokenizer = lively_policy.model, lively_policy.tokenizer
+    texts = ["Hello", "Paris is a city in", "12 34 56", "def f(x):", "The quick brown fox", "Q: why?\nA:"]
+    prompts = [tokenizer(text)["input_ids"] for text in texts]
+    rows: list[int] = []
+    original = model.generate
+
+    def counted(**kwargs):
+        rows.append(kwargs["input_ids"].shape[0])
+        return original(**kwargs)
+
+    def play(chunk, ends):
+        envs = [ToolEnv(adapter, tasks=[t], max_turns=m, max_action_chars=1) for t, m in zip(tasks, [1, 3, 2, 4, 3])]
+        for env, task in zip(envs, tasks):
+            env.reset(options={"task": task})
+        generate = hf_generator(model, tokenizer, SamplingConfig(max_new_tokens=12))
+        generate.turn_cache.chunk_tokens = chunk
+        batch = play_envs(
+            envs, tokenizer, generate, eos_token_ids=[tokenizer.eos_token_id, *ends], max_completion_length=200
+        )
+        return batch.completion_ids, generate.turn_cache.reused_tokens
+
+    greedy = {"do_sample": False, "pad_token_id": tokenizer.pad_token_id}
+    written = TurnCache(tokenizer.pad_token_id, None).generate(model, prompts, 12, **greedy)
+    ends = sorted({ids[2 * i + 1] for i, ids in enumerate(written)})  # row i ends by its step 2 i + 2
+    original_end = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = ends
+    model.generate = counted
+    try:
+        one_cache, step_cache = TurnCache(tokenizer.pad_token_id, None), TurnCache(tokenizer.pad_token_id, 3)
+        one_call = one_cache.generate(model, prompts, 12, **greedy)
+        rows.clear()
+        stepped = step_cache.generate(model, prompts, 12, **greedy)
+        stepped_rows = list(rows)
+        whole, whole_reused = play(None, ends)
+        pruned, pruned_reused = play(3, ends)
+    finally:
+        model.generation_config.eos_token_id = original_end
+        del model.generate
+    steps = [next(k for k, t in enumerate(ids) if t in ends) for ids in one_call]
+    assert len(set(steps)) > 2 and min(steps) < 9, "rows should end at different steps, some before the last"
+    assert stepped == one_call
+    # the cache put together holds, for every row, the keys and values one call computes for the tokens it keeps
+    for r, (_, kept) in enumerate(step_cache.rows):
+        columns = step_cache.mask[r, : step_cache.input_width + len(kept)].nonzero().flatten()
+        for one, stepped_layer in zip(one_cache.cache.layers, step_cache.cache.layers):
+            torch.testing.assert_close(stepped_layer.keys[r][:, columns], one.keys[r][:, columns])
+            torch.testing.assert_close(stepped_layer.values[r][:, columns], one.values[r][:, columns])
+    assert stepped_rows == sorted(stepped_rows, reverse=True) and stepped_rows[-1] < len(prompts)
+    assert pruned == whole
+    assert pruned_reused > 0 and whole_reused > 0
+
+
 def test_repeated_prompts_are_prefilled_once_and_change_no_greedy_token(lively_policy):
     """G attempts at each of two tasks of different lengths: the shared prompts' cache is copied to every attempt."""
     from genenv.agents.rollout import play_envs

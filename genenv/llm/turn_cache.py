@@ -8,6 +8,9 @@ import torch
 
 __all__ = ["TurnCache"]
 
+#: new tokens a row decodes between two checks for rows that ended (:meth:`TurnCache.generate`)
+CHUNK_TOKENS = 16
+
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
@@ -25,10 +28,13 @@ class TurnCache:
     the same keys at the same positions as without the cache, and greedy decoding gives the same tokens. A batch
     that does not continue the previous one (another rollout) starts a fresh cache; where its rows repeat a prompt
     (GRPO's G attempts at a task), each distinct prompt is prefilled once and its cache copied to its rows.
+    :meth:`generate` decodes in steps of ``chunk_tokens``, after each of which the rows that ended leave the batch
+    (``generate`` itself decodes padding for them until its longest row ends); ``None``: one ``generate`` call.
     """
 
-    def __init__(self, pad_id: int) -> None:
+    def __init__(self, pad_id: int, chunk_tokens: int | None = CHUNK_TOKENS) -> None:
         self.pad_id = pad_id
+        self.chunk_tokens = chunk_tokens
         self.cache: Any = None
         self.ids: torch.Tensor | None = None  # the previous call's output: its input, then the new tokens
         self.mask: torch.Tensor | None = None
@@ -101,6 +107,52 @@ class TurnCache:
         self.cache.batch_select_indices(torch.tensor([where[tuple(row)] for row in batch], device=ids.device))
         self.reused_tokens += sum(len(row) - 1 for row in batch) - sum(len(batch[i]) - 1 for i in unique)
 
+    def generate(self, model: Any, batch: list[list[int]], max_new_tokens: int, **kwargs: Any) -> list[list[int]]:
+        """``model.generate`` (``kwargs``: its settings) on ``batch`` with this cache, at most ``max_new_tokens`` new
+        tokens a row; returns each row's new tokens, padding after its end. Every ``chunk_tokens`` tokens the rows
+        that ended leave the batch; their cache rows wait, and the call's cache is put together again at its end, so
+        the next turn reuses every row (a row's last token, never run through the model, is the next turn's to run)."""
+        ids, mask, cache = self.inputs(batch, model)
+        config = kwargs.get("generation_config") or model.generation_config
+        ends = config.eos_token_id
+        ends = torch.tensor([ends] if isinstance(ends, int) else list(ends or []), device=ids.device)
+        if not self.chunk_tokens or not len(ends) or not _plain_layers(cache):
+            output = model.generate(
+                input_ids=ids, attention_mask=mask, past_key_values=cache, max_new_tokens=max_new_tokens, **kwargs
+            )
+            return self.update(batch, output, mask).tolist()
+        rows = torch.arange(len(batch), device=ids.device)  # the batch's rows still decoding
+        new = ids.new_full((len(batch), 0), self.pad_id)
+        valid = [0] * len(batch)  # per row: new tokens whose keys and values are in the cache
+        waiting: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = []  # rows that left, their KV
+        step_ids, step_mask = ids, mask
+        while len(rows) and new.shape[1] < max_new_tokens:
+            step = min(self.chunk_tokens, max_new_tokens - new.shape[1])
+            out = model.generate(
+                input_ids=step_ids, attention_mask=step_mask, past_key_values=cache, max_new_tokens=step, **kwargs
+            )
+            got = out[:, step_ids.shape[1] :]
+            block = new.new_full((len(batch), got.shape[1]), self.pad_id)
+            block[rows] = got
+            new = torch.cat([new, block], 1)
+            leave = torch.isin(got, ends).any(1)
+            for r in rows.tolist():
+                valid[r] = new.shape[1] - 1
+            step_mask = torch.cat([step_mask, torch.ones_like(got)], 1)
+            if leave.any() and new.shape[1] < max_new_tokens:
+                gone = leave.nonzero().flatten()
+                waiting.append((rows[gone], [(layer.keys[gone], layer.values[gone]) for layer in cache.layers]))
+                stay = (~leave).nonzero().flatten()
+                cache.batch_select_indices(stay)
+                rows, step_ids, step_mask = rows[stay], out[stay], step_mask[stay]
+            else:
+                step_ids = out
+        self.cache = _assembled(model, len(batch), rows, cache, waiting)
+        self.ids, self.input_width = torch.cat([ids, new], 1), ids.shape[1]
+        self.mask = torch.cat([mask, torch.ones_like(new)], 1)
+        self.rows = [(list(row), new[r, : valid[r]].tolist()) for r, row in enumerate(batch)]
+        return new.tolist()
+
     def update(self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Record a call's output (its ``input_ids`` then the new tokens); returns the new tokens."""
         new = output[:, mask.shape[1] :]
@@ -108,3 +160,39 @@ class TurnCache:
         self.mask = torch.cat([mask, torch.ones_like(new)], 1)
         self.rows = [(list(ids), row) for ids, row in zip(batch, new.tolist())]
         return new
+
+
+def _plain_layers(cache: Any) -> bool:
+    """Whether every layer of ``cache`` is a plain growing one (no sliding window), whose rows can be taken apart."""
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in cache.layers)
+
+
+def _assembled(
+    model: Any,
+    size: int,
+    rows: torch.Tensor,
+    cache: Any,
+    waiting: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]],
+) -> Any:
+    """One cache of ``size`` rows: ``cache`` (of ``rows``) and the rows that left it earlier, whose missing columns
+    are zeros (masked: past the tokens of theirs the next turn keeps)."""
+    from transformers import DynamicCache
+
+    if not waiting:
+        return cache
+    groups = [(rows, [(layer.keys, layer.values) for layer in cache.layers])] if len(rows) else []
+    groups += waiting
+    width = max(kv[0][0].shape[2] for _, kv in groups)
+    whole = DynamicCache(config=model.config)
+    for index in range(len(groups[0][1])):
+        keys, values = groups[0][1][index]
+        shape = (size, keys.shape[1], width, keys.shape[3])
+        all_keys, all_values = keys.new_zeros(shape), values.new_zeros(shape)
+        for group_rows, kv in groups:
+            k, v = kv[index]
+            all_keys[group_rows, :, : k.shape[2]] = k
+            all_values[group_rows, :, : v.shape[2]] = v
+        whole.update(all_keys, all_values, index)
+    return whole

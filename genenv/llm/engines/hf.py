@@ -91,9 +91,7 @@ def hf_generator(
             input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=model.device)
             mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=model.device)
             return model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)[:, width:].tolist(), None
-        input_ids, mask, cache = turns.inputs(batch, model)
-        output = model.generate(input_ids=input_ids, attention_mask=mask, past_key_values=cache, **kwargs)
-        return turns.update(batch, output, mask).tolist(), None
+        return turns.generate(model, batch, kwargs.pop("max_new_tokens"), **kwargs), None
 
     generate.turn_cache = turns  # type: ignore[attr-defined]
     return generate
@@ -141,13 +139,7 @@ def trl_generator(trainer: Any, pad_id: int) -> GenerateFn:
             torch.no_grad(),
             summon,
         ):
-            input_ids, attention, cache = turns.inputs(batch, unwrapped)
-            out = unwrapped.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
-                past_key_values=cache,
-                generation_config=trainer.generation_config,
-            )
-        return turns.update(batch, out, attention).tolist(), None
+            config = trainer.generation_config
+            return turns.generate(unwrapped, batch, config.max_new_tokens, generation_config=config), None
 
     return generate
