@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -117,9 +118,7 @@ class TurnCache:
         ends = config.eos_token_id
         ends = torch.tensor([ends] if isinstance(ends, int) else list(ends or []), device=ids.device)
         if not self.chunk_tokens or not len(ends) or not _plain_layers(cache):
-            output = model.generate(
-                input_ids=ids, attention_mask=mask, past_key_values=cache, max_new_tokens=max_new_tokens, **kwargs
-            )
+            output = _generate(model, ids, mask, cache, max_new_tokens, kwargs)
             return self.update(batch, output, mask).tolist()
         rows = torch.arange(len(batch), device=ids.device)  # the batch's rows still decoding
         new = ids.new_full((len(batch), 0), self.pad_id)
@@ -128,9 +127,7 @@ class TurnCache:
         step_ids, step_mask = ids, mask
         while len(rows) and new.shape[1] < max_new_tokens:
             step = min(self.chunk_tokens, max_new_tokens - new.shape[1])
-            out = model.generate(
-                input_ids=step_ids, attention_mask=step_mask, past_key_values=cache, max_new_tokens=step, **kwargs
-            )
+            out = _generate(model, step_ids, step_mask, cache, step, kwargs)
             got = out[:, step_ids.shape[1] :]
             block = new.new_full((len(batch), got.shape[1]), self.pad_id)
             block[rows] = got
@@ -160,6 +157,16 @@ class TurnCache:
         self.mask = torch.cat([mask, torch.ones_like(new)], 1)
         self.rows = [(list(ids), row) for ids, row in zip(batch, new.tolist())]
         return new
+
+
+def _generate(model: Any, ids: torch.Tensor, mask: torch.Tensor, cache: Any, tokens: int, kwargs: dict) -> Any:
+    """``model.generate`` of at most ``tokens`` new tokens, with ``kwargs``' settings or its ``generation_config``."""
+    if "generation_config" in kwargs:
+        kwargs = {**kwargs, "generation_config": copy.copy(kwargs["generation_config"])}
+        kwargs["generation_config"].max_new_tokens = tokens
+    else:
+        kwargs = {**kwargs, "max_new_tokens": tokens}
+    return model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, **kwargs)
 
 
 def _plain_layers(cache: Any) -> bool:
