@@ -123,7 +123,7 @@ class TurnCache:
         rows = torch.arange(len(batch), device=ids.device)  # the batch's rows still decoding
         new = ids.new_full((len(batch), 0), self.pad_id)
         valid = [0] * len(batch)  # per row: new tokens whose keys and values are in the cache
-        waiting: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = []  # rows that left, their KV
+        waiting: list[tuple[torch.Tensor, list[list]]] = []  # rows that left, with each layer's keys and values
         step_ids, step_mask = ids, mask
         while len(rows) and new.shape[1] < max_new_tokens:
             step = min(self.chunk_tokens, max_new_tokens - new.shape[1])
@@ -138,13 +138,13 @@ class TurnCache:
             step_mask = torch.cat([step_mask, torch.ones_like(got)], 1)
             if leave.any() and new.shape[1] < max_new_tokens:
                 gone = leave.nonzero().flatten()
-                waiting.append((rows[gone], [(layer.keys[gone], layer.values[gone]) for layer in cache.layers]))
+                waiting.append((rows[gone], [[layer.keys[gone], layer.values[gone]] for layer in cache.layers]))
                 stay = (~leave).nonzero().flatten()
                 cache.batch_select_indices(stay)
                 rows, step_ids, step_mask = rows[stay], out[stay], step_mask[stay]
             else:
                 step_ids = out
-        self.cache = _assembled(model, len(batch), rows, cache, waiting)
+        self.cache = _assembled(len(batch), rows, cache, waiting)
         self.ids, self.input_width = torch.cat([ids, new], 1), ids.shape[1]
         self.mask = torch.cat([mask, torch.ones_like(new)], 1)
         self.rows = [(list(row), new[r, : valid[r]].tolist()) for r, row in enumerate(batch)]
@@ -176,30 +176,24 @@ def _plain_layers(cache: Any) -> bool:
     return all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
-def _assembled(
-    model: Any,
-    size: int,
-    rows: torch.Tensor,
-    cache: Any,
-    waiting: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]],
-) -> Any:
-    """One cache of ``size`` rows: ``cache`` (of ``rows``) and the rows that left it earlier, whose missing columns
-    are zeros (masked: past the tokens of theirs the next turn keeps)."""
-    from transformers import DynamicCache
-
+def _assembled(size: int, rows: torch.Tensor, cache: Any, waiting: list[tuple[torch.Tensor, list[list]]]) -> Any:
+    """``cache`` (of ``rows``) made whole again: ``size`` rows, the rows that left it earlier (``waiting``) among them
+    with zeros in the columns they did not reach (masked: past the tokens of theirs the next turn keeps). One layer at
+    a time, each part freed once copied, so the whole cache is never held twice."""
     if not waiting:
         return cache
-    groups = [(rows, [(layer.keys, layer.values) for layer in cache.layers])] if len(rows) else []
-    groups += waiting
-    width = max(kv[0][0].shape[2] for _, kv in groups)
-    whole = DynamicCache(config=model.config)
-    for index in range(len(groups[0][1])):
-        keys, values = groups[0][1][index]
+    width = max(layer.keys.shape[2] for layer in cache.layers) if len(rows) else 0
+    width = max(width, *(kv[0][0].shape[2] for _, kv in waiting))
+    for index, layer in enumerate(cache.layers):
+        parts = [(rows, layer.keys, layer.values)] if len(rows) else []
+        parts += [(group_rows, *kv[index]) for group_rows, kv in waiting]
+        keys, values = parts[-1][1], parts[-1][2]
         shape = (size, keys.shape[1], width, keys.shape[3])
-        all_keys, all_values = keys.new_zeros(shape), values.new_zeros(shape)
-        for group_rows, kv in groups:
-            k, v = kv[index]
-            all_keys[group_rows, :, : k.shape[2]] = k
-            all_values[group_rows, :, : v.shape[2]] = v
-        whole.update(all_keys, all_values, index)
-    return whole
+        layer.keys, layer.values = keys.new_zeros(shape), values.new_zeros(shape)
+        for group_rows, k, v in parts:
+            layer.keys[group_rows, :, : k.shape[2]] = k
+            layer.values[group_rows, :, : v.shape[2]] = v
+        del parts, keys, values, k, v
+        for _, kv in waiting:
+            kv[index] = None
+    return cache
