@@ -144,18 +144,21 @@ class TurnCache:
                 rows, step_ids, step_mask = rows[stay], out[stay], step_mask[stay]
             else:
                 step_ids = out
-        self.cache = _assembled(len(batch), rows, cache, waiting)
-        self.ids, self.input_width = torch.cat([ids, new], 1), ids.shape[1]
-        self.mask = torch.cat([mask, torch.ones_like(new)], 1)
-        self.rows = [(list(row), new[r, : valid[r]].tolist()) for r, row in enumerate(batch)]
-        return new.tolist()
+        output = torch.cat([ids, new], 1)
+        self.cache = _assembled(len(batch), rows, cache, waiting, output.shape[1] - 1)
+        return self.update(batch, output, mask, valid).tolist()
 
-    def update(self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Record a call's output (its ``input_ids`` then the new tokens); returns the new tokens."""
+    def update(
+        self, batch: list[list[int]], output: torch.Tensor, mask: torch.Tensor, valid: list[int] | None = None
+    ) -> torch.Tensor:
+        """Record a call's output (its ``input_ids`` then the new tokens), of each row the first ``valid`` new tokens
+        as the cache's (``None``: all); returns the new tokens."""
         new = output[:, mask.shape[1] :]
         self.ids, self.input_width = output, mask.shape[1]
         self.mask = torch.cat([mask, torch.ones_like(new)], 1)
-        self.rows = [(list(ids), row) for ids, row in zip(batch, new.tolist())]
+        rows = new.tolist()
+        kept = rows if valid is None else [row[:n] for row, n in zip(rows, valid)]
+        self.rows = [(list(ids), row) for ids, row in zip(batch, kept)]
         return new
 
 
@@ -176,14 +179,14 @@ def _plain_layers(cache: Any) -> bool:
     return all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
-def _assembled(size: int, rows: torch.Tensor, cache: Any, waiting: list[tuple[torch.Tensor, list[list]]]) -> Any:
-    """``cache`` (of ``rows``) made whole again: ``size`` rows, the rows that left it earlier (``waiting``) among them
-    with zeros in the columns they did not reach (masked: past the tokens of theirs the next turn keeps). One layer at
-    a time, each part freed once copied, so the whole cache is never held twice."""
+def _assembled(
+    size: int, rows: torch.Tensor, cache: Any, waiting: list[tuple[torch.Tensor, list[list]]], width: int
+) -> Any:
+    """``cache`` (of ``rows``) made whole again: ``size`` rows of ``width`` columns, the rows that left it earlier
+    (``waiting``) among them with zeros in the columns they did not reach (masked: past the tokens of theirs the next
+    turn keeps). One layer at a time, each part freed once copied, so the whole cache is never held twice."""
     if not waiting:
         return cache
-    width = max(layer.keys.shape[2] for layer in cache.layers) if len(rows) else 0
-    width = max(width, *(kv[0][0].shape[2] for _, kv in waiting))
     for index, layer in enumerate(cache.layers):
         parts = [(rows, layer.keys, layer.values)] if len(rows) else []
         parts += [(group_rows, *kv[index]) for group_rows, kv in waiting]
