@@ -19,6 +19,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from heldout_engines import agent_model, stages
@@ -34,6 +35,24 @@ from genenv.llm.turn_cache import CHUNK_TOKENS
 from genenv.machine import uptime
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "performance"
+
+
+def rollout(policy, adapter, tasks, sampling, seed, chunk, **episode) -> tuple[float, Any]:
+    """Seconds and the :class:`~genenv.agents.rollout.RolloutBatch` of ``tasks`` played on the HF engine, its turns
+    decoded in steps of ``chunk`` tokens (``None``: one ``generate`` call); ``episode``: ``play_episodes``' limits."""
+    generate = hf_generator(policy.model, policy.tokenizer, sampling, seed=seed)
+    generate.turn_cache.chunk_tokens = chunk
+    start = time.perf_counter()
+    batch = play_episodes(
+        adapter,
+        tasks,
+        policy.tokenizer,
+        generate,
+        eos_token_ids=[policy.tokenizer.eos_token_id],
+        few_shot=model_few_shot("smollm2"),
+        **episode,
+    )
+    return time.perf_counter() - start, batch
 
 
 def main() -> None:
@@ -57,20 +76,17 @@ def main() -> None:
         for b in range(args.batches):
             batch_tasks = [t for t in picks[2 * b : 2 * b + 2] for _ in range(grpo.num_generations)]
             for name, chunk in settings.items():
-                generate = hf_generator(policy.model, policy.tokenizer, sampling, seed=1000 * repeat + b)
-                generate.turn_cache.chunk_tokens = chunk
-                start = time.perf_counter()
-                batch = play_episodes(
+                seconds, batch = rollout(
+                    policy,
                     adapter,
                     batch_tasks,
-                    policy.tokenizer,
-                    generate,
-                    eos_token_ids=[policy.tokenizer.eos_token_id],
+                    sampling,
+                    1000 * repeat + b,
+                    chunk,
                     max_turns=grpo.max_turns,
                     max_completion_length=grpo.max_completion_length,
-                    few_shot=model_few_shot("smollm2"),
                 )
-                runs[name]["seconds"] += time.perf_counter() - start
+                runs[name]["seconds"] += seconds
                 runs[name]["new_tokens"] += sum(sum(mask) for mask in batch.env_mask)
                 runs[name]["episodes"] += len(batch_tasks)
     for row in runs.values():

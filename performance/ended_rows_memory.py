@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from genenv.machine import uptime
@@ -25,36 +23,27 @@ SETTINGS = {"one call a turn": None, "ended rows leave every 16 tokens": 16}
 
 
 def play(chunk: int | None) -> dict[str, float]:
-    """One setting's rollout in this process: its seconds, new tokens and peak RSS (MB)."""
-    from genenv.agents.rollout import play_episodes
+    """One setting's rollout in this process: its seconds, new and prompt tokens, and the process's peak RSS (MB)."""
+    from conversion_memory import status_mb
+    from ended_rows import rollout
+
     from genenv.benchmarks.base import get_benchmark
-    from genenv.config import model_few_shot
-    from genenv.llm.engines.hf import hf_generator
     from genenv.llm.generation import SamplingConfig
     from genenv.llm.models import load_policy
 
     policy = load_policy("smollm2", seed=0)
     adapter = get_benchmark("apibank")
     tasks = [t for t in adapter.load_tasks("level-1")[:2] for _ in range(8)]
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    generate = hf_generator(policy.model, policy.tokenizer, SamplingConfig(max_new_tokens=64, temperature=1.0), seed=0)
-    generate.turn_cache.chunk_tokens = chunk
-    start = time.perf_counter()
-    batch = play_episodes(
-        adapter,
-        tasks,
-        policy.tokenizer,
-        generate,
-        eos_token_ids=[policy.tokenizer.eos_token_id],
-        max_turns=2,
-        few_shot=model_few_shot("smollm2"),
+    before = status_mb("VmHWM")
+    seconds, batch = rollout(
+        policy, adapter, tasks, SamplingConfig(max_new_tokens=64, temperature=1.0), 0, chunk, max_turns=2
     )
     return {
-        "seconds": round(time.perf_counter() - start, 1),
+        "seconds": round(seconds, 1),
         "new_tokens": sum(sum(mask) for mask in batch.env_mask),
         "prompt_tokens": sum(len(ids) for ids in batch.prompt_ids),
-        "peak_rss_mb_before": round(before),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb_before": before,
+        "peak_rss_mb": status_mb("VmHWM"),
     }
 
 
