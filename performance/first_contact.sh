@@ -86,7 +86,7 @@ lines = [
     " the end, the job's own work):",
     "  " + result["command"],
     f"set-up {minutes(t1 - t0)}, the job {minutes(t2 - t1)}, total {minutes(t2 - t0)} (/usr/bin/time -v);"
-    f" peak RSS {peak_kb / 1024 / 1024:.2f} GB; exit 0",
+    f" peak RSS {peak_kb / 1024 / 1024:.2f} GiB; exit 0",
     "",
     "the set-up printed:",
     *("  " + line for line in (work / "setup_output.txt").read_text().splitlines()),

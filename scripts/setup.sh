@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 # measured: README command 1 from a fresh clone, empty pip cache, 2 idle cores (setup_s of
 # results/learning_curves/main_job/first_contact.json; performance/first_contact.sh)
-ESTIMATE="about 2 minutes on 2 idle cores with empty pip and uv caches"
+ESTIMATE="about 1.5 minutes on 2 idle cores with empty pip and uv caches, up to 2 on a slower host"
 
 GENENV_EXTRAS=${GENENV_EXTRAS:-}
 EXTRAS=" ${GENENV_EXTRAS//,/ } "
