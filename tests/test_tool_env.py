@@ -210,3 +210,11 @@ def test_a_seeded_reset_with_a_given_task_also_drops_the_written_tasks_left():
     assert env.reset()[1]["task"]["prompt"] == "What is 1 + 2?"  # written again from np_random, not the kept one
     env.reset(options={"task": ToyAdapter()._task(7, 8, "train")})  # no seed: the kept task stays
     assert env.reset()[1]["task"]["prompt"] == "What is 3 + 4?"
+
+
+def test_options_given_with_an_adapter_instance_are_an_error_not_ignored():
+    with pytest.raises(ValueError, match=r"adapter options \['data_dir'\] given with an adapter instance"):
+        ToolEnv(ToyAdapter(), data_dir="/elsewhere")
+    with pytest.raises(ValueError, match=r"adapter options \['scoring'\] given with an adapter instance"):
+        ToolEnv(ToyAdapter(), scoring="official")
+    assert ToolEnv(ToyAdapter()).adapter.name == ToyAdapter.name

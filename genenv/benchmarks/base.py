@@ -550,6 +550,16 @@ def get_benchmark(name: str, **kwargs: Any) -> BenchmarkAdapter:
     return get_benchmark_class(name)(**kwargs)
 
 
+def as_adapter(benchmark: str | BenchmarkAdapter, **adapter_kwargs: Any) -> BenchmarkAdapter:
+    """``benchmark`` itself when it is an adapter instance, else the adapter registered under that name, built with
+    ``adapter_kwargs``; options given with an instance (built already) are an error rather than ignored."""
+    if isinstance(benchmark, BenchmarkAdapter):
+        if adapter_kwargs:
+            raise ValueError(f"adapter options {sorted(adapter_kwargs)} given with an adapter instance")
+        return benchmark
+    return get_benchmark(benchmark, **adapter_kwargs)
+
+
 def register_installed() -> None:
     """Register the Gymnasium ids of the built-in benchmarks and of those installed packages advertise: their adapter
     classes are imported (each keeps its heavy imports for first use) for the episode length every id is registered

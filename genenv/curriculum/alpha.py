@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.benchmarks.base import BenchmarkAdapter, Task, as_adapter
 from genenv.curriculum.aim import AimConfig
 from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.reward import AlphaTarget, DifficultyFilter
@@ -117,12 +117,7 @@ class AlphaCurriculum:
         **adapter_kwargs: Any,
     ) -> None:
         self.config = config = config or AlphaCurriculumConfig()
-        if isinstance(benchmark, BenchmarkAdapter):
-            if adapter_kwargs:
-                raise ValueError(f"adapter options {sorted(adapter_kwargs)} given with an adapter instance")
-            self.adapter = benchmark
-        else:
-            self.adapter = get_benchmark(benchmark, **adapter_kwargs)
+        self.adapter = as_adapter(benchmark, **adapter_kwargs)
         if simulator.alpha != config.alpha:
             raise ValueError(f"the simulator quotes alpha={simulator.alpha}, the curriculum targets {config.alpha}")
         self.simulator = simulator

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.benchmarks.base import BenchmarkAdapter, Task, as_adapter
 from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.sampler import LearnabilityConfig, LearnabilitySampler, TaskEstimate, task_groups
 from genenv.curriculum.sources import EpochTasks
@@ -184,12 +184,7 @@ class LearnabilityCurriculum:
         seed: int = 0,
         **adapter_kwargs: Any,
     ) -> None:
-        if isinstance(benchmark, BenchmarkAdapter):
-            if adapter_kwargs:
-                raise ValueError(f"adapter options {sorted(adapter_kwargs)} given with an adapter instance")
-            self.adapter = benchmark
-        else:
-            self.adapter = get_benchmark(benchmark, **adapter_kwargs)
+        self.adapter = as_adapter(benchmark, **adapter_kwargs)
         if split not in self.adapter.splits:
             raise ValueError(f"split={split!r}: {self.adapter.name} has the splits {', '.join(self.adapter.splits)}")
         self.split = split

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import gymnasium as gym
 from gymnasium import spaces
 
-from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, Trajectory, Turn, get_benchmark
+from genenv.benchmarks.base import BenchmarkAdapter, Score, StepResult, Task, Trajectory, Turn, as_adapter
 from genenv.toolcalls import ToolCallParseError
 
 logger = logging.getLogger(__name__)
@@ -95,10 +95,9 @@ class ToolEnv(gym.Env[str, str]):
             raise ValueError(f"task_source must be 'benchmark' or 'simulator', got {task_source!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
-        if isinstance(benchmark, BenchmarkAdapter):
-            self.adapter = benchmark
-        else:
-            self.adapter = get_benchmark(benchmark, data_dir=data_dir, **adapter_kwargs)
+        if data_dir is not None:
+            adapter_kwargs["data_dir"] = data_dir
+        self.adapter = as_adapter(benchmark, **adapter_kwargs)
         self.split = self.adapter.split_or_default(split)
         if self.split not in self.adapter.splits:
             raise ValueError(f"{self.adapter.name} has splits {self.adapter.splits}, not {self.split!r}")

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from datasets import Dataset
 
-from genenv.benchmarks.base import BenchmarkAdapter, Task, get_benchmark
+from genenv.benchmarks.base import BenchmarkAdapter, Task, as_adapter
 from genenv.envs.rows import row_task, task_row
 from genenv.envs.tool_env import ToolEnv, score_episode
 
@@ -126,12 +126,7 @@ def environment_factory(
         max_observation_chars: tool output beyond this is cut, and the cut is stated.
         adapter_kwargs: the adapter's keyword arguments (``data_dir``, ``scoring``, ...), with a benchmark name only.
     """
-    if isinstance(benchmark, BenchmarkAdapter):
-        if adapter_kwargs:
-            raise ValueError(f"adapter options {sorted(adapter_kwargs)} given with an adapter instance")
-        adapter = benchmark
-    else:
-        adapter = get_benchmark(benchmark, **adapter_kwargs)
+    adapter = as_adapter(benchmark, **adapter_kwargs)
     max_turns = adapter.max_turns if max_turns is None else max_turns
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")
