@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> None:
             continue
         run_dir = state_dir() / "main_job_seeds" / f"seed-{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # a killed job's partial run: played again from its start
-        command = [sys.executable, *JOB, f"seed={seed}", f"run_dir={run_dir}"]
+        command = [sys.executable, *JOB, f"coevolution.seed={seed}", f"run_dir={run_dir}"]
         print(f"seed {seed}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True, cwd=REPO, env=os.environ | {"OMP_NUM_THREADS": str(args.threads)})
         records = (run_dir / "metrics.jsonl").read_text().splitlines()
