@@ -60,8 +60,8 @@ def one(args: argparse.Namespace) -> dict[str, Any]:
 
     torch.set_num_threads(args.threads)
     config, adapter, policy = compose_setup(args.overrides)
-    config = replace(config, simulator_engine=args.engine, simulator_engine_threads=args.threads)
-    simulator = config.simulator(policy)
+    config = replace(config, simulator=replace(config.simulator, engine=args.engine, engine_threads=args.threads))
+    simulator = config.simulator.build(policy, config.curriculum.alpha)
     if args.free:
         simulator.constrained = False
     rng = np.random.default_rng(args.seed)
@@ -126,7 +126,7 @@ def prefill(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     config, adapter, policy = compose_setup(args.overrides)
-    simulator = config.simulator(policy)
+    simulator = config.simulator.build(policy, config.curriculum.alpha)
     rng = np.random.default_rng(args.seed)
     families = adapter.families()
     tokenizer = policy.tokenizer

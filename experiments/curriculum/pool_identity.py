@@ -39,7 +39,7 @@ def main() -> None:
     stored = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     testbed = experiment.TESTBEDS[args.testbed]
     config, adapter, policy = compose_setup(experiment.run_overrides(testbed, args.curriculum, args.seed))
-    simulator = config.simulator(policy)
+    simulator = config.simulator.build(policy, config.curriculum.alpha)
     load_start, results = uptime(), []
     for index in args.batches:
         start = time.perf_counter()

@@ -222,7 +222,7 @@ def main() -> None:
     rwr_updates = (
         replay_rwr(RWRTrainer(policy, config.rwr), args.replay_rwr, args.replay_once) if args.replay_rwr else None
     )
-    simulator = config.simulator(policy)
+    simulator = config.simulator.build(policy, config.curriculum.alpha)
     history = history_rates(args.history) if args.history else None
     successes = {arm: arm_success(arm, adapter.families(), history) for arm in args.arms}
     record: dict[str, Any] = {
