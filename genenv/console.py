@@ -39,10 +39,8 @@ _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 #: genenv cache), as performance/first_contact.sh measured it (results/learning_curves/main_job/first_contact.json,
 #: ``job_s``).
 MEASURED_JOBS: dict[tuple[str, ...], str] = {
-    (
-        "+bench=reasoning_gym",
-    ): "about 5 minutes on 2 idle cores, up to 7 on a slower host (the main job of README command 1: "
-    "results/learning_curves/main_job/first_contact.json); longer while other jobs share the cores",
+    ("+bench=reasoning_gym",): "about 5 minutes on 2 idle cores, up to 7 on a slower host (the main job of "
+    "README command 1: results/learning_curves/main_job/first_contact.json); longer while other jobs share the cores",
 }
 #: Overrides that leave a job's work unchanged.
 _NEUTRAL_OVERRIDES = ("run_dir=", "data_root=")

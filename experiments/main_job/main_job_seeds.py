@@ -73,11 +73,11 @@ def seed_rises(seed: int) -> dict[str, Any]:
 def verdict(tests: dict[str, Any], mean: float) -> str:
     """The README's rule: the t-interval over seeds of the rise over the warm start, against 0."""
     low, high = tests["t_interval"]
-    if low > 0:
-        return f"a rise over the warm start across seeds: {mean:+.3f} [{low:+.3f}, {high:+.3f}]"
-    if high < 0:
-        return f"a fall below the warm start across seeds: {mean:+.3f} [{low:+.3f}, {high:+.3f}]"
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+    if low > 0:
+        return f"a rise over the warm start across seeds: {interval}"
+    if high < 0:
+        return f"a fall below the warm start across seeds: {interval}"
     return f"null: the interval over seeds of the rise over the warm start contains 0 ({interval})"
 
 
@@ -88,18 +88,18 @@ def summary(args: argparse.Namespace) -> None:
         raise SystemExit(f"{len(seeds)} finished seeds in {RESULTS.relative_to(REPO)}; a summary needs at least 2")
     per_seed = {str(s): seed_rises(s) for s in seeds}
     rises = [per_seed[str(s)]["over_warm_start"]["rise"] for s in seeds]
-    tests = seed_level(rises)
+    tests, mean = seed_level(rises), statistics.fmean(rises)
     result = {
         "seeds": seeds,
         "per_seed": per_seed,
         "over_warm_start": {
-            "mean": statistics.fmean(rises),
+            "mean": mean,
             "low": tests["t_interval"][0],
             "high": tests["t_interval"][1],
             "seed_level": tests,
             "seeds_above_noise": sum(per_seed[str(s)]["over_warm_start"]["above_noise"] for s in seeds),
         },
-        "verdict": verdict(tests, statistics.fmean(rises)),
+        "verdict": verdict(tests, mean),
     }
     (RESULTS / "seeds.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: result[k] for k in ("seeds", "verdict")}, indent=1))
