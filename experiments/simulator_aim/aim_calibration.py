@@ -332,7 +332,7 @@ def per_seed(runs: dict[int, list[dict[str, Any]]], rounds: Sequence[int], field
 
 def arm_summary(runs: dict[int, list[dict[str, Any]]], rounds: Sequence[int], seeds: list[int]) -> dict[str, Any]:
     """An arm's informative share over ``rounds`` (the mean of its seeds' shares) with its 95% bootstrap interval
-    (tasks resampled within seeds), and the secondary measures."""
+    (tasks resampled within seeds), the secondary measures, and the CPU minutes a round took (every round)."""
     from genenv.significance import percentile_interval, stratified_means
 
     shares = per_seed(runs, rounds, "informative_per_task")
@@ -356,6 +356,7 @@ def arm_summary(runs: dict[int, list[dict[str, Any]]], rounds: Sequence[int], se
             / sum(r["tasks"] for r in runs[s] if r["round"] in rounds)
             for s in seeds
         ),
+        "core_minutes_per_round": statistics.fmean(r["cpu_seconds"] / 60 for s in seeds for r in runs[s]),
         "per_round": {
             str(r): statistics.fmean(
                 statistics.fmean(x["informative_per_task"]) for s in seeds for x in runs[s] if x["round"] == r

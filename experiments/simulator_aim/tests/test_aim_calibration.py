@@ -61,6 +61,7 @@ def write_rounds(folder, arm: str, seed: int, shares: list[float], aim: dict | N
                 "informative_per_task": [True] * hits + [False] * (tasks - hits),
                 "informative_share": hits / tasks,
                 "valid_share": None if arm == "learnability" else 0.5,
+                "cpu_seconds": 60.0 * (r + 1),
             }
         )
     (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -85,6 +86,7 @@ def test_the_summary_reads_rounds_3_and_4_seed_by_seed(tmp_path, monkeypatch):
     assert arms["genenv_best"]["informative_share"] == pytest.approx(0.625)
     assert arms["learnability"]["valid_share"] is None and arms["genenv_best"]["valid_share"] == 0.5
     assert arms["genenv_best"]["distinct_tasks_per_task_played"] == pytest.approx(0.5)
+    assert arms["genenv_best"]["core_minutes_per_round"] == pytest.approx(3.0)  # every round, 1 to 5 minutes
     for arm in arms.values():
         assert arm["low"] <= arm["informative_share"] <= arm["high"]
     versus = result["genenv_minus_random"]
