@@ -119,6 +119,38 @@ def test_valid_tasks_beyond_the_request_wait_for_the_next_call(adapter):
     assert output.task.task_id == first[0].task_id and earned.p_hat == 1.0 and not earned.kept  # outside the band
 
 
+class ChangingSimulator(ScriptedSimulator):
+    """A scripted simulator whose replies change from call to call (the last list stays)."""
+
+    def __init__(self, calls: list[list[str]]) -> None:
+        super().__init__(calls[0], "Calculator")
+        self.calls = calls
+
+    def generate(self, conversations, seed=None, schemas=None):
+        self.replies = self.calls[min(len(self.prompts), len(self.calls) - 1)]
+        return super().generate(conversations, seed, schemas)
+
+
+def test_a_task_written_again_while_it_waits_counts_once_and_more_are_written(adapter):
+    first, second = (json.dumps(t) for t in (CALCULATOR_TASK, HARD_TASK))
+    third = json.dumps(
+        dict(
+            CALCULATOR_TASK,
+            request="How much is 9+4?",
+            gold_call={"name": "Calculator", "arguments": {"formula": "9+4"}},
+        )
+    )
+    source = AlphaCurriculum(adapter, ChangingSimulator([[first, second], [second, second], [third, second]]))
+    (handed,) = source.next_tasks(1)  # the second task waits
+    tasks = source.next_tasks(2)  # the next batch repeats the waiting task only: one more batch writes a new one
+    assert [t.prompt for t in [handed, *tasks]] == [f"User: How much is {x}?\n" for x in ("(12+8)*3", "7*6", "9+4")]
+    assert len(source.simulator.prompts) == 3
+    stuck = AlphaCurriculum(adapter, ChangingSimulator([[first, second], [second, second]]))
+    stuck.next_tasks(1)
+    with pytest.raises(RuntimeError, match="wrote 1 valid apibank tasks of the 2 wanted in 6 outputs"):
+        stuck.next_tasks(2)  # the source's rounds ran out: no new task, an error
+
+
 def test_bad_input_is_refused(adapter):
     source = curriculum(adapter)
     with pytest.raises(ValueError, match="at least 1"):

@@ -40,7 +40,7 @@ from genenv.curriculum.aim import AimConfig
 from genenv.curriculum.handouts import Handouts, check_count, reporting_reward
 from genenv.curriculum.reward import AlphaTarget, DifficultyFilter
 from genenv.curriculum.rwr import RWRConfig, RWRTrainer, warn_rwr_off
-from genenv.curriculum.sources import WrittenEachEpoch
+from genenv.curriculum.sources import EpochTasks, WrittenEachEpoch
 from genenv.curriculum.stats import FamilyStats
 from genenv.curriculum.success import BatchSuccess, OutputReward, output_rewards
 from genenv.envs.rows import task_row
@@ -157,24 +157,36 @@ class AlphaCurriculum:
         return tasks
 
     def _write(self, n: int) -> list[Task]:
-        """The next ``n`` valid tasks, written when too few wait; not handed out yet."""
+        """The next ``n`` valid tasks, written when too few wait; not handed out yet. A task written again while an
+        earlier copy still waits counts once: while the source delivers all it was asked for and such repeats leave
+        the queue short, it is asked for the rest (none of them a task it already gave for this call)."""
         if len(self._written) < n:
             wanted = n - len(self._written)
             batch = self._source.epoch_tasks(self.simulator, self._reports, wanted, self._rng, self.stats.rates())
-            for proposal in batch.proposals:
-                if proposal.task is not None:
-                    self._unrewarded.setdefault(proposal.task.task_id, []).append(proposal)
-            queued = {task.task_id for task in self._written}
-            again = [task for task in batch.fresh if task.task_id in batch.again]  # played before, served again
-            self._written += [t for t in again + _distinct(batch.proposals) if t.task_id not in queued]
+            self._queue(batch)
+            proposals = list(batch.proposals)
+            while len(self._written) < n and len(batch.fresh) >= wanted:  # short by repeats of queued tasks
+                wanted = n - len(self._written)
+                batch = self._source.more_tasks(self.simulator, self._reports, wanted, self._rng, self.stats.rates())
+                self._queue(batch)
+                proposals += batch.proposals
             if len(self._written) < n:
-                reasons = sorted({p.reject_reason.split(":", 1)[0] for p in batch.proposals if p.task is None})
+                reasons = sorted({p.reject_reason.split(":", 1)[0] for p in proposals if p.task is None})
                 raise RuntimeError(
                     f"the simulator wrote {len(self._written)} valid {self.adapter.name} tasks of the {n} wanted in "
-                    f"{len(batch.proposals)} outputs (rejected: {', '.join(reasons) or 'none'})"
+                    f"{len(proposals)} outputs (rejected: {', '.join(reasons) or 'none'})"
                 )
         tasks, self._written = self._written[:n], self._written[n:]
         return tasks
+
+    def _queue(self, batch: EpochTasks) -> None:
+        """Queue ``batch``'s tasks served again and its valid distinct written tasks not queued yet."""
+        for proposal in batch.proposals:
+            if proposal.task is not None:
+                self._unrewarded.setdefault(proposal.task.task_id, []).append(proposal)
+        queued = {task.task_id for task in self._written}
+        again = [task for task in batch.fresh if task.task_id in batch.again]  # played before, served again
+        self._written += [t for t in again + _distinct(batch.proposals) if t.task_id not in queued]
 
     def report(
         self, task_ids: Sequence[str], rewards: Sequence[float], handout_ids: Sequence[int] | None = None
