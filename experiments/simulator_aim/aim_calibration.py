@@ -471,7 +471,7 @@ def plot(
         means = [statistics.fmean(r["informative_share"] for s in seeds for r in runs[v][s] if r["round"] == x)
                  for x in rounds]  # fmt: skip
         ax.plot(rounds, means, marker="o", label=f"{arm} ({v})")
-    ax.set(xlabel="round", ylabel="informative share (tasks whose attempts disagree)", ylim=(0, 1))
+    ax.set(xlabel="round", ylabel="informative share (tasks whose attempts disagree)", ylim=(0, 1), xticks=rounds)
     ax.set_title(f"Informative share per round, mean of seeds {', '.join(map(str, seeds))}")
     ax.legend(fontsize=7)
     fig.tight_layout()
